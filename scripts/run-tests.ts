@@ -1,0 +1,89 @@
+/**
+ * Runs the test suites one after another with node's test runner, prints how long each took against
+ * its budget (docs/testing.md), and ends with one summary line, `tests: N passed, N failed`.
+ *
+ * A skipped or todo test counts as a failure: a missing service must fail a test, never skip it.
+ * Usage: node scripts/run-tests.ts [suite...]   (default: every suite, in order)
+ */
+import { spawn } from 'node:child_process';
+import { globSync } from 'node:fs';
+
+interface Suite {
+  name: string;
+  /** Globs, relative to the repository root. */
+  files: string[];
+  /** The budget in docs/testing.md; exceeding it is reported, not failed (tests are not timed). */
+  budgetSeconds: number;
+  /** Files run one at a time: these suites share the one local stack. */
+  serial: boolean;
+}
+
+const SUITES: Suite[] = [
+  { name: 'unit', files: ['test/unit/**/*.test.ts'], budgetSeconds: 60, serial: false },
+  { name: 'smoke', files: ['test/smoke/**/*.test.ts'], budgetSeconds: 300, serial: true },
+  { name: 'stack', files: ['test/stack/**/*.test.ts'], budgetSeconds: 300, serial: true },
+];
+
+interface Counts {
+  pass: number;
+  fail: number;
+  skipped: number;
+  todo: number;
+  cancelled: number;
+}
+
+function parseCounts(output: string): Counts {
+  const get = (label: string): number => {
+    const m = new RegExp(`^ℹ ${label} (\\d+)$`, 'm').exec(output);
+    return m?.[1] === undefined ? 0 : Number(m[1]);
+  };
+  return { pass: get('pass'), fail: get('fail'), skipped: get('skipped'), todo: get('todo'), cancelled: get('cancelled') };
+}
+
+async function runSuite(suite: Suite): Promise<{ counts: Counts; exitCode: number; seconds: number }> {
+  const files = suite.files.flatMap((g) => globSync(g)).sort();
+  const started = performance.now();
+  if (files.length === 0) {
+    return { counts: { pass: 0, fail: 0, skipped: 0, todo: 0, cancelled: 0 }, exitCode: 0, seconds: 0 };
+  }
+  const args = ['--test', '--test-reporter=spec', ...(suite.serial ? ['--test-concurrency=1'] : []), ...files];
+  const child = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'inherit'] });
+  let output = '';
+  child.stdout.on('data', (chunk: Buffer) => {
+    process.stdout.write(chunk);
+    output += chunk.toString('utf8');
+  });
+  const exitCode = await new Promise<number>((resolve) => child.on('close', (code) => resolve(code ?? 1)));
+  return { counts: parseCounts(output), exitCode, seconds: (performance.now() - started) / 1000 };
+}
+
+const wanted = process.argv.slice(2);
+const unknown = wanted.filter((w) => !SUITES.some((s) => s.name === w));
+if (unknown.length > 0) {
+  console.error(`unknown suite(s): ${unknown.join(', ')}; suites: ${SUITES.map((s) => s.name).join(', ')}`);
+  process.exit(2);
+}
+const selected = wanted.length === 0 ? SUITES : SUITES.filter((s) => wanted.includes(s.name));
+
+const total: Counts = { pass: 0, fail: 0, skipped: 0, todo: 0, cancelled: 0 };
+const lines: string[] = [];
+let failed = false;
+for (const suite of selected) {
+  console.log(`\n=== suite ${suite.name} ===`);
+  const { counts, exitCode, seconds } = await runSuite(suite);
+  for (const k of Object.keys(total) as (keyof Counts)[]) total[k] += counts[k];
+  const notRun = counts.skipped + counts.todo + counts.cancelled;
+  const ok = exitCode === 0 && counts.fail === 0 && notRun === 0;
+  failed ||= !ok;
+  const over = seconds > suite.budgetSeconds ? ` OVER BUDGET (${suite.budgetSeconds}s)` : ` (budget ${suite.budgetSeconds}s)`;
+  lines.push(
+    `  ${suite.name.padEnd(8)} ${seconds.toFixed(1).padStart(7)}s${over}  ${counts.pass} passed, ${counts.fail} failed` +
+      (notRun > 0 ? `, ${notRun} skipped/todo/cancelled (not allowed)` : '') +
+      (exitCode !== 0 && counts.fail === 0 ? `, runner exited ${exitCode}` : ''),
+  );
+}
+console.log('\nSuite durations:');
+for (const l of lines) console.log(l);
+const notRun = total.skipped + total.todo + total.cancelled;
+console.log(`tests: ${total.pass} passed, ${total.fail + notRun} failed`);
+process.exit(failed ? 1 : 0);

@@ -1,0 +1,108 @@
+/**
+ * Where the local stack's services are, for integration and smoke tests.
+ *
+ * `scripts/stack up` writes `$ICEFLOE_RUN/endpoints.env` (default /tmp/icefloe-stack). Tests read it
+ * here and nowhere else. A missing file or a service that does not answer is a failure that names the
+ * service and says how to start it — never a skip.
+ */
+import { readFileSync } from 'node:fs';
+import { connect } from 'node:net';
+import { join } from 'node:path';
+
+export interface StackEndpoints {
+  run: string;
+  kafkaBootstrap: string;
+  kafkaHome: string;
+  java17: string;
+  registryUrl: string;
+  s3Endpoint: string;
+  s3Bucket: string;
+  s3AccessKey: string;
+  s3SecretKey: string;
+  s3Region: string;
+  catalogUri: string;
+  catalogName: string;
+  catalogWarehouse: string;
+  postgresUrl: string;
+  redisUrl: string;
+  proxyS3Endpoint: string;
+  proxyCatalogUri: string;
+  proxyControlUrl: string;
+  python: string;
+  duckdbExtensionDir: string;
+}
+
+const KEYS: Record<keyof StackEndpoints, string> = {
+  run: 'ICEFLOE_RUN',
+  kafkaBootstrap: 'ICEFLOE_KAFKA_BOOTSTRAP',
+  kafkaHome: 'ICEFLOE_KAFKA_HOME',
+  java17: 'ICEFLOE_JAVA17',
+  registryUrl: 'ICEFLOE_REGISTRY_URL',
+  s3Endpoint: 'ICEFLOE_S3_ENDPOINT',
+  s3Bucket: 'ICEFLOE_S3_BUCKET',
+  s3AccessKey: 'ICEFLOE_S3_ACCESS_KEY',
+  s3SecretKey: 'ICEFLOE_S3_SECRET_KEY',
+  s3Region: 'ICEFLOE_S3_REGION',
+  catalogUri: 'ICEFLOE_CATALOG_URI',
+  catalogName: 'ICEFLOE_CATALOG_NAME',
+  catalogWarehouse: 'ICEFLOE_CATALOG_WAREHOUSE',
+  postgresUrl: 'ICEFLOE_POSTGRES_URL',
+  redisUrl: 'ICEFLOE_REDIS_URL',
+  proxyS3Endpoint: 'ICEFLOE_PROXY_S3_ENDPOINT',
+  proxyCatalogUri: 'ICEFLOE_PROXY_CATALOG_URI',
+  proxyControlUrl: 'ICEFLOE_PROXY_CONTROL_URL',
+  python: 'ICEFLOE_PYTHON',
+  duckdbExtensionDir: 'ICEFLOE_DUCKDB_EXTENSION_DIR',
+};
+
+let cached: StackEndpoints | undefined;
+
+/** The stack's endpoints; throws (naming the fix) when the stack was never brought up. */
+export function stackEndpoints(): StackEndpoints {
+  if (cached !== undefined) return cached;
+  const run = process.env['ICEFLOE_RUN'] ?? '/tmp/icefloe-stack';
+  const file = join(run, 'endpoints.env');
+  let text: string;
+  try {
+    text = readFileSync(file, 'utf8');
+  } catch {
+    throw new Error(`the local stack is not up (no ${file}): run scripts/stack up`);
+  }
+  const values = new Map<string, string>();
+  for (const line of text.split('\n')) {
+    const eq = line.indexOf('=');
+    if (line.startsWith('#') || eq < 0) continue;
+    values.set(line.slice(0, eq), line.slice(eq + 1));
+  }
+  const out: Partial<StackEndpoints> = {};
+  for (const [field, key] of Object.entries(KEYS) as [keyof StackEndpoints, string][]) {
+    const v = values.get(key);
+    if (v === undefined) throw new Error(`${file} lacks ${key}: re-run scripts/stack up`);
+    out[field] = v;
+  }
+  cached = out as StackEndpoints;
+  return cached;
+}
+
+/**
+ * Fails with `<service> at host:port is not reachable` unless something accepts TCP connections there.
+ * Smoke tests call it first so that a stopped service reads as that service being down, not as a
+ * client library's time-out several seconds later.
+ */
+export async function requireReachable(service: string, hostPort: string, timeoutMs = 2000): Promise<void> {
+  const url = hostPort.includes('://') ? new URL(hostPort) : new URL(`tcp://${hostPort.split(',')[0] ?? ''}`);
+  const port = Number(url.port);
+  await new Promise<void>((resolve, reject) => {
+    const socket = connect({ host: url.hostname, port });
+    const fail = (why: string): void => {
+      socket.destroy();
+      reject(new Error(`${service} at ${url.hostname}:${port} is not reachable (${why}): is the stack up? scripts/stack status`));
+    };
+    socket.setTimeout(timeoutMs, () => fail('timed out'));
+    socket.once('error', (e: NodeJS.ErrnoException) => fail(e.code ?? e.message));
+    socket.once('connect', () => {
+      socket.end();
+      resolve();
+    });
+  });
+}
