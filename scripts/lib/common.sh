@@ -104,12 +104,22 @@ stop_pid() {
   rm -f "$ICEFLOE_RUN/pids/$name.pid"
 }
 
-# wait_ready NAME SECONDS CHECK...: poll CHECK once a second; on timeout print the log tail and fail.
+# any_dead NAME: one of the PIDs recorded as NAME or NAME-<n> (multi-node services) has exited.
+any_dead() {
+  local f p
+  for f in "$ICEFLOE_RUN/pids/$1.pid" "$ICEFLOE_RUN/pids/$1"-*.pid; do
+    [ -f "$f" ] || continue
+    p=$(cat "$f"); [ -n "$p" ] && ! kill -0 "$p" 2>/dev/null && return 0
+  done
+  return 1
+}
+
+# wait_ready NAME SECONDS CHECK...: poll CHECK once a second; fail at once if the process died, or
+# on timeout, printing the log tail either way.
 wait_ready() {
   local name=$1 secs=$2 t=0; shift 2
   until "$@" >/dev/null 2>&1; do
-    if [ -n "$(ls "$ICEFLOE_RUN/pids/$name"*.pid 2>/dev/null)" ] && ! pid_of "$name" >/dev/null 2>&1 \
-       && [ -f "$ICEFLOE_RUN/pids/$name.pid" ]; then
+    if any_dead "$name"; then
       log "$name exited during start-up; last log lines:"; tail -n 40 "$ICEFLOE_RUN/logs/$name.log" >&2 || true
       return 1
     fi

@@ -67,8 +67,15 @@ test('Kafka: produce and consume through a consumer group, offsets committed', a
     { topic, partition: 0, offset: '5' },
     { topic, partition: 1, offset: '5' },
   ]);
-  const committed = await admin.fetchOffsets({ groupId, topics: [topic] });
-  const offsets = committed[0]?.partitions.map((p) => [p.partition, p.offset]).sort();
+  // On a fresh broker the first commit also creates __consumer_offsets, and an offset fetch right after
+  // it can answer empty while that partition loads: ask again for a few seconds before judging.
+  let offsets: (string | number)[][] | undefined;
+  for (let attempt = 0; attempt < 20; attempt++) {
+    const committed = await admin.fetchOffsets({ groupId, topics: [topic] });
+    offsets = committed[0]?.partitions.map((p) => [p.partition, p.offset]).sort();
+    if (offsets?.length === 2) break;
+    await new Promise((r) => setTimeout(r, 250));
+  }
   assert.deepEqual(offsets, [
     [0, '5'],
     [1, '5'],
