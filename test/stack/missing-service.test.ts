@@ -22,8 +22,12 @@ const SERVICES: [service: string, smokeFile: string, named: string][] = [
   ['postgres', 'test/smoke/postgres-redis.test.ts', 'PostgreSQL'],
 ];
 
+// Without this, a child `node --test` sees it runs inside a test and runs nothing (and passes).
+const childEnv = { ...process.env };
+delete childEnv['NODE_TEST_CONTEXT'];
+
 function run(cmd: string, args: string[]): { status: number; output: string } {
-  const r = spawnSync(cmd, args, { cwd: root, encoding: 'utf8', timeout: 300_000 });
+  const r = spawnSync(cmd, args, { cwd: root, env: childEnv, encoding: 'utf8', timeout: 300_000 });
   return { status: r.status ?? 1, output: `${r.stdout}\n${r.stderr}` };
 }
 
@@ -50,12 +54,22 @@ for (const [service, file, named] of SERVICES) {
   });
 }
 
-test('after every restart the whole stack reports up', () => {
-  const status = stack('status');
+test('after every restart the whole stack reports up', async () => {
+  // The registry's connection pool finds its PostgreSQL connections dead after the restart and answers
+  // 500 until it has replaced them: allow it a bounded time to do so.
+  let status = stack('status');
+  for (let waited = 0; status.status !== 0 && waited < 60; waited++) {
+    await new Promise((r) => setTimeout(r, 1000));
+    status = stack('status');
+  }
   assert.equal(status.status, 0, status.output);
-  // Services that keep state in PostgreSQL reconnect after its restart.
+  // Services that keep state in PostgreSQL reconnect after its restart. Both pools find their old
+  // connections dead only by using them: the REST catalog answers one request with 500 ("terminating
+  // connection due to administrator command") and then recovers. A sink must treat such a 500 as an
+  // unknown outcome; here, a few tries are allowed before the service counts as broken.
   for (const file of ['test/smoke/catalog.test.ts', 'test/smoke/registry.test.ts']) {
-    const r = smoke(file);
+    let r = smoke(file);
+    for (let attempt = 1; r.status !== 0 && attempt < 3; attempt++) r = smoke(file);
     assert.equal(r.status, 0, `${file} fails after the PostgreSQL restart:\n${r.output}`);
   }
 });
