@@ -21,6 +21,7 @@ interface Suite {
 const SUITES: Suite[] = [
   { name: 'unit', files: ['test/unit/**/*.test.ts'], budgetSeconds: 60, serial: false },
   { name: 'smoke', files: ['test/smoke/**/*.test.ts'], budgetSeconds: 300, serial: true },
+  { name: 'integration', files: ['test/integration/**/*.test.ts'], budgetSeconds: 900, serial: true },
   { name: 'stack', files: ['test/stack/**/*.test.ts'], budgetSeconds: 300, serial: true },
 ];
 
@@ -77,7 +78,7 @@ for (const suite of selected) {
   failed ||= !ok;
   const over = seconds > suite.budgetSeconds ? ` OVER BUDGET (${suite.budgetSeconds}s)` : ` (budget ${suite.budgetSeconds}s)`;
   lines.push(
-    `  ${suite.name.padEnd(8)} ${seconds.toFixed(1).padStart(7)}s${over}  ${counts.pass} passed, ${counts.fail} failed` +
+    `  ${suite.name.padEnd(12)} ${seconds.toFixed(1).padStart(7)}s${over}  ${counts.pass} passed, ${counts.fail} failed` +
       (notRun > 0 ? `, ${notRun} skipped/todo/cancelled (not allowed)` : '') +
       (exitCode !== 0 && counts.fail === 0 ? `, runner exited ${exitCode}` : ''),
   );

@@ -30,6 +30,10 @@ export interface NestedField {
   readonly required: boolean;
   readonly type: IcebergType;
   readonly doc?: string;
+  /** v3 `initial-default` / `write-default`, kept in their JSON single-value form (Appendix C) so foreign
+   *  metadata round-trips; Icefloe itself writes v2 and never sets them. */
+  readonly initialDefault?: unknown;
+  readonly writeDefault?: unknown;
 }
 
 export interface StructType {
@@ -61,6 +65,23 @@ export interface Schema {
   readonly fields: readonly NestedField[];
   readonly identifierFieldIds?: readonly number[];
 }
+
+/**
+ * One Iceberg primitive value in JS, used by transforms, partition tuples and bounds:
+ * - boolean -> boolean
+ * - int, date (days since 1970-01-01) -> number
+ * - float, double -> number
+ * - long, time (µs since midnight), timestamp / timestamptz (µs since epoch),
+ *   timestamp_ns / timestamptz_ns (ns since epoch) -> bigint
+ * - decimal(P, S) -> bigint, the unscaled value (the scale comes from the type)
+ * - string -> string
+ * - uuid -> Uint8Array of 16 bytes, RFC 4122 (big-endian) order; bytes.ts `uuidToBytes` converts text
+ * - fixed[L], binary -> Uint8Array
+ */
+export type PrimitiveValue = boolean | number | bigint | string | Uint8Array;
+
+/** A partition tuple member: a transform result, or null. */
+export type PartitionValue = PrimitiveValue | null;
 
 export function isPrimitive(t: IcebergType): t is PrimitiveType {
   return t.kind !== 'struct' && t.kind !== 'list' && t.kind !== 'map';

@@ -1,0 +1,372 @@
+/**
+ * Schema evolution (spec "Schema Evolution"; reference iceberg-writer.md §2.1): explicit changes and their
+ * application, a diff between two schemas that share ids, and `unionByName` (Java `UnionByNameVisitor`):
+ * the sink's evolve-schema step, which turns "the table schema plus whatever the source now has" into a
+ * new table schema and the REST updates/requirements that commit it.
+ *
+ * Allowed (v2): add an optional column at any depth (ids from last-column-id + 1, nested ids too, in
+ * Java's order), widen int->long, float->double, decimal(P,S)->decimal(P',S) with P' >= P, make a
+ * required field optional, rename, update a doc, delete a column (only through explicit changes).
+ * Rejected with a ConfigError naming the field: narrowing, any other type change (incl. decimal scale),
+ * primitive <-> nested, optional -> required, adding a required column, duplicate names.
+ *
+ * Must not: do I/O, reuse a field id (last-column-id only grows), or drop a column on its own
+ * (`unionByName` keeps table columns the source no longer has; writers write nulls).
+ */
+import { ConfigError } from '../core/errors.ts';
+import { currentSchema, type TableMetadata } from './metadata.ts';
+import { assignFreshTypeIds, childFields, nameMapping, sameSchema, SchemaIndex } from './schema.ts';
+import { LAST_ADDED, type TableRequirement, type TableUpdate } from './updates.ts';
+import { stringifyJson } from '../core/json.ts';
+import { isPrimitive, primitiveToString, type IcebergType, type NestedField, type PrimitiveType, type Schema, type StructType } from './types.ts';
+
+export type SchemaChange =
+  /** Add `field` (ids are (re)assigned on apply) under the struct with id `parentId` (null = top level;
+   *  a list element id or map value id whose type is a struct also works). */
+  | { readonly kind: 'add-column'; readonly parentId: number | null; readonly field: NestedField }
+  | { readonly kind: 'promote'; readonly fieldId: number; readonly to: PrimitiveType }
+  | { readonly kind: 'make-optional'; readonly fieldId: number }
+  | { readonly kind: 'rename'; readonly fieldId: number; readonly name: string }
+  | { readonly kind: 'update-doc'; readonly fieldId: number; readonly doc: string }
+  | { readonly kind: 'delete-column'; readonly fieldId: number };
+
+export interface AppliedChanges {
+  readonly schema: Schema;
+  readonly lastColumnId: number;
+  /** The changes as applied: `add-column` fields carry their final ids. */
+  readonly applied: readonly SchemaChange[];
+}
+
+/** Java `TypeUtil.isPromotionAllowed` for v2: int->long, float->double, decimal precision widening. */
+export function isPromotionAllowed(from: PrimitiveType, to: PrimitiveType): boolean {
+  if (from.kind === to.kind) {
+    if (from.kind === 'decimal' && to.kind === 'decimal') return from.scale === to.scale && to.precision >= from.precision;
+    if (from.kind === 'fixed' && to.kind === 'fixed') return from.length === to.length;
+    return true;
+  }
+  return (from.kind === 'int' && to.kind === 'long') || (from.kind === 'float' && to.kind === 'double');
+}
+
+function samePrimitive(a: PrimitiveType, b: PrimitiveType): boolean {
+  return primitiveToString(a) === primitiveToString(b);
+}
+
+function reject(path: string, message: string): ConfigError {
+  return new ConfigError(`schema evolution: field ${path}: ${message}`, { context: { field: path } });
+}
+
+/**
+ * Applies changes to a schema. New ids come from `lastColumnId + 1` upward in change order (for an added
+ * nested type: the field, then its children as Java's `assignFreshIds` numbers them). The result keeps
+ * `schemaId` unless `newSchemaId` is given.
+ */
+export function applySchemaChanges(schema: Schema, changes: readonly SchemaChange[], lastColumnId: number, newSchemaId: number = schema.schemaId): AppliedChanges {
+  const index = new SchemaIndex(schema);
+  let last = lastColumnId;
+  const nextId = (): number => ++last;
+  const pathOf = (id: number): string => index.columnName(id) ?? `#${id}`;
+
+  const updates = new Map<number, { name?: string; type?: PrimitiveType; optional?: boolean; doc?: string; deleted?: boolean }>();
+  const adds = new Map<number | null, NestedField[]>();
+  const applied: SchemaChange[] = [];
+  const upd = (id: number): { name?: string; type?: PrimitiveType; optional?: boolean; doc?: string; deleted?: boolean } => {
+    if (index.field(id) === undefined) throw new ConfigError(`schema evolution: field id ${id} is not in the schema`);
+    let u = updates.get(id);
+    if (u === undefined) updates.set(id, (u = {}));
+    return u;
+  };
+  const identifier = new Set(schema.identifierFieldIds ?? []);
+
+  for (const c of changes) {
+    switch (c.kind) {
+      case 'add-column': {
+        let parentStruct: StructType;
+        let parentPath = '';
+        if (c.parentId === null) parentStruct = { kind: 'struct', fields: schema.fields };
+        else {
+          const parent = index.field(c.parentId);
+          if (parent === undefined) throw new ConfigError(`schema evolution: parent field id ${c.parentId} is not in the schema`);
+          parentPath = pathOf(c.parentId);
+          if (parent.type.kind !== 'struct') throw reject(parentPath, `cannot add column ${c.field.name}: ${parentPath} is a ${parent.type.kind}, not a struct`);
+          parentStruct = parent.type;
+        }
+        const fullName = parentPath === '' ? c.field.name : `${parentPath}.${c.field.name}`;
+        if (c.field.name === '' || c.field.name.includes('.')) throw reject(fullName, 'a column name must be non-empty and contain no dot');
+        if (c.field.required) throw reject(fullName, 'cannot add a required column (v2 allows only optional ones)');
+        const siblings = [...parentStruct.fields.map((f) => updates.get(f.id)?.name ?? f.name), ...(adds.get(c.parentId) ?? []).map((f) => f.name)];
+        if (siblings.includes(c.field.name)) throw reject(fullName, 'a column with that name already exists');
+        const id = nextId();
+        const field: NestedField = { ...c.field, id, type: assignFreshTypeIds(c.field.type, nextId) };
+        adds.set(c.parentId, [...(adds.get(c.parentId) ?? []), field]);
+        applied.push({ kind: 'add-column', parentId: c.parentId, field });
+        break;
+      }
+      case 'promote': {
+        const f = index.field(c.fieldId);
+        const path = pathOf(c.fieldId);
+        if (f === undefined) throw new ConfigError(`schema evolution: field id ${c.fieldId} is not in the schema`);
+        if (!isPrimitive(f.type)) throw reject(path, `cannot change a ${f.type.kind} to ${primitiveToString(c.to)}`);
+        const current = updates.get(c.fieldId)?.type ?? f.type;
+        if (samePrimitive(current, c.to)) break;
+        if (!isPromotionAllowed(current, c.to)) throw reject(path, `cannot change type ${primitiveToString(current)} to ${primitiveToString(c.to)}`);
+        if (index.info(c.fieldId)?.segments.at(-1) === 'key' && index.field(index.info(c.fieldId)?.parentId ?? -1)?.type.kind === 'map') {
+          throw reject(path, 'map keys cannot change type');
+        }
+        upd(c.fieldId).type = c.to;
+        applied.push(c);
+        break;
+      }
+      case 'make-optional': {
+        const f = index.field(c.fieldId);
+        if (f === undefined) throw new ConfigError(`schema evolution: field id ${c.fieldId} is not in the schema`);
+        if (!f.required || updates.get(c.fieldId)?.optional === true) break;
+        const info = index.info(c.fieldId);
+        if (info?.field.name === 'key' && index.field(info.parentId ?? -1)?.type.kind === 'map') throw reject(pathOf(c.fieldId), 'map keys are always required');
+        if (identifier.has(c.fieldId)) throw reject(pathOf(c.fieldId), 'an identifier field must stay required');
+        upd(c.fieldId).optional = true;
+        applied.push(c);
+        break;
+      }
+      case 'rename': {
+        const info = index.info(c.fieldId);
+        if (info === undefined) throw new ConfigError(`schema evolution: field id ${c.fieldId} is not in the schema`);
+        const parentType = info.parentId === undefined ? undefined : index.field(info.parentId)?.type;
+        if (parentType !== undefined && parentType.kind !== 'struct') throw reject(info.path, 'list elements and map keys/values cannot be renamed');
+        if (c.name === '' || c.name.includes('.')) throw reject(info.path, 'a column name must be non-empty and contain no dot');
+        const siblingFields = parentType === undefined ? schema.fields : childFields(parentType);
+        const clash = siblingFields.some((s) => s.id !== c.fieldId && (updates.get(s.id)?.name ?? s.name) === c.name);
+        const parentKey = info.parentId ?? null;
+        if (clash || (adds.get(parentKey) ?? []).some((a) => a.name === c.name)) throw reject(info.path, `cannot rename to ${c.name}: the name is taken`);
+        upd(c.fieldId).name = c.name;
+        applied.push(c);
+        break;
+      }
+      case 'update-doc':
+        upd(c.fieldId).doc = c.doc;
+        applied.push(c);
+        break;
+      case 'delete-column': {
+        const info = index.info(c.fieldId);
+        if (info === undefined) throw new ConfigError(`schema evolution: field id ${c.fieldId} is not in the schema`);
+        const parentType = info.parentId === undefined ? undefined : index.field(info.parentId)?.type;
+        if (parentType !== undefined && parentType.kind !== 'struct') throw reject(info.path, 'list elements and map keys/values cannot be deleted');
+        if (identifier.has(c.fieldId)) throw reject(info.path, 'cannot delete an identifier field');
+        upd(c.fieldId).deleted = true;
+        applied.push(c);
+        break;
+      }
+    }
+  }
+
+  const rebuildType = (t: IcebergType, ownId: number | null): IcebergType => {
+    switch (t.kind) {
+      case 'struct':
+        return { kind: 'struct', fields: [...rebuildFields(t.fields), ...(adds.get(ownId) ?? [])] };
+      case 'list': {
+        const u = updates.get(t.elementId);
+        return { ...t, elementRequired: u?.optional === true ? false : t.elementRequired, element: u?.type ?? rebuildType(t.element, t.elementId) };
+      }
+      case 'map': {
+        const uv = updates.get(t.valueId);
+        return {
+          ...t,
+          key: rebuildType(t.key, t.keyId),
+          valueRequired: uv?.optional === true ? false : t.valueRequired,
+          value: uv?.type ?? rebuildType(t.value, t.valueId),
+        };
+      }
+      default:
+        return t;
+    }
+  };
+  const rebuildFields = (fields: readonly NestedField[]): NestedField[] =>
+    fields
+      .filter((f) => updates.get(f.id)?.deleted !== true)
+      .map((f) => {
+        const u = updates.get(f.id);
+        const type = u?.type ?? rebuildType(f.type, f.id);
+        const out: NestedField = { ...f, type, name: u?.name ?? f.name, required: u?.optional === true ? false : f.required };
+        return u?.doc !== undefined ? { ...out, doc: u.doc } : out;
+      });
+
+  const fields = [...rebuildFields(schema.fields), ...(adds.get(null) ?? [])];
+  const out: Schema = schema.identifierFieldIds === undefined ? { schemaId: newSchemaId, fields } : { schemaId: newSchemaId, fields, identifierFieldIds: schema.identifierFieldIds };
+  return { schema: out, lastColumnId: last, applied };
+}
+
+/**
+ * The changes between two schemas that share field ids (`to` evolved from `from`): added ids become
+ * add-column (with `to`'s ids), missing ids delete-column, then renames, promotions, make-optional and
+ * doc updates. Throws ConfigError naming the field for anything evolution does not allow (type change
+ * that is not a promotion, optional -> required, a field that moved to another parent, a required add).
+ */
+export function diffSchemas(from: Schema, to: Schema): SchemaChange[] {
+  const a = new SchemaIndex(from);
+  const b = new SchemaIndex(to);
+  const changes: SchemaChange[] = [];
+  const deletes: SchemaChange[] = [];
+  for (const info of a.ids()) {
+    if (b.info(info) === undefined) {
+      const parent = a.info(info)?.parentId;
+      // Deleting a field deletes its children: report only the outermost one.
+      if (parent === undefined || b.info(parent) !== undefined) deletes.push({ kind: 'delete-column', fieldId: info });
+    }
+  }
+  const walk = (fields: readonly NestedField[], parentId: number | null): void => {
+    for (const f of fields) {
+      const old = a.info(f.id);
+      const path = b.columnName(f.id) ?? f.name;
+      if (old === undefined) {
+        if (f.required) throw reject(path, 'cannot add a required column');
+        changes.push({ kind: 'add-column', parentId, field: f });
+        continue;
+      }
+      if ((old.parentId ?? null) !== parentId) throw reject(path, 'a field cannot move to another parent');
+      if (old.field.name !== f.name && !['element', 'key', 'value'].includes(f.name)) changes.push({ kind: 'rename', fieldId: f.id, name: f.name });
+      if (!old.field.required && f.required) throw reject(path, 'cannot make an optional field required');
+      if (old.field.required && !f.required) changes.push({ kind: 'make-optional', fieldId: f.id });
+      if (f.doc !== undefined && f.doc !== old.field.doc) changes.push({ kind: 'update-doc', fieldId: f.id, doc: f.doc });
+      const ot = old.field.type;
+      const nt = f.type;
+      if (isPrimitive(ot) !== isPrimitive(nt) || (!isPrimitive(ot) && ot.kind !== nt.kind)) throw reject(path, `cannot change a ${ot.kind} to a ${nt.kind}`);
+      if (isPrimitive(ot) && isPrimitive(nt)) {
+        if (!samePrimitive(ot, nt)) {
+          if (!isPromotionAllowed(ot, nt)) throw reject(path, `cannot change type ${primitiveToString(ot)} to ${primitiveToString(nt)}`);
+          changes.push({ kind: 'promote', fieldId: f.id, to: nt });
+        }
+      } else walk(childFields(nt), f.id);
+    }
+  };
+  walk(to.fields, null);
+  return [...deletes, ...changes];
+}
+
+export interface UnionByNameOptions {
+  /** Schema id for the evolved schema; default: the table schema's id + 1. Pass the metadata's highest id
+   *  + 1 (or use `evolveTableSchema`); a catalog renumbers it on add-schema anyway. */
+  readonly newSchemaId?: number;
+  readonly caseSensitive?: boolean;
+  /** Also emit `set-properties schema.name-mapping.default` regenerated from the new schema. */
+  readonly updateNameMapping?: boolean;
+}
+
+export interface SchemaEvolution {
+  /** False when the table schema already accepts everything in the source. */
+  readonly changed: boolean;
+  /** The evolved schema (the table schema itself when unchanged). */
+  readonly schema: Schema;
+  readonly lastColumnId: number;
+  readonly changes: readonly SchemaChange[];
+  /** `[add-schema, set-current-schema -1]` (+ set-properties for the name mapping), or [] when unchanged. */
+  readonly updates: readonly TableUpdate[];
+  /** `[assert-current-schema-id, assert-last-assigned-field-id]` of the base, or [] when unchanged. */
+  readonly requirements: readonly TableRequirement[];
+}
+
+/**
+ * Evolves `tableSchema` so it can hold everything in `sourceSchema`, matching fields by name (Java
+ * `UpdateSchema.unionByNameWith`): a source field the table lacks is added as an optional column (its
+ * nested types keep their own requiredness and get fresh ids); a wider source type promotes the column;
+ * a narrower one is ignored (the table type accepts it); an optional source field makes a required column
+ * optional; a changed doc is copied. Table columns missing from the source are kept. Source ids are
+ * ignored. Any incompatible difference is a ConfigError naming the field.
+ */
+export function unionByName(tableSchema: Schema, sourceSchema: Schema, lastColumnId: number, options: UnionByNameOptions = {}): SchemaEvolution {
+  const caseSensitive = options.caseSensitive ?? true;
+  const index = new SchemaIndex(tableSchema);
+  const changes: SchemaChange[] = [];
+  const find = (fields: readonly NestedField[], name: string): NestedField | undefined =>
+    caseSensitive ? fields.find((f) => f.name === name) : fields.find((f) => f.name.toLowerCase() === name.toLowerCase());
+
+  const updateColumn = (source: NestedField, existing: NestedField): void => {
+    const path = index.columnName(existing.id) ?? existing.name;
+    if (!source.required && existing.required) changes.push({ kind: 'make-optional', fieldId: existing.id });
+    const st = source.type;
+    const et = existing.type;
+    if (isPrimitive(et)) {
+      if (!isPrimitive(st)) throw reject(path, `the table has ${primitiveToString(et)}, the source a ${st.kind}`);
+      // A narrower source type is fine: the wider table type accepts its values.
+      if (!isPromotionAllowed(st, et)) {
+        if (!isPromotionAllowed(et, st)) throw reject(path, `cannot change type ${primitiveToString(et)} to ${primitiveToString(st)}`);
+        changes.push({ kind: 'promote', fieldId: existing.id, to: st });
+      }
+    } else if (isPrimitive(st) || st.kind !== et.kind) {
+      throw reject(path, `the table has a ${et.kind}, the source a ${isPrimitive(st) ? primitiveToString(st) : st.kind}`);
+    }
+    if (source.doc !== undefined && source.doc !== existing.doc) changes.push({ kind: 'update-doc', fieldId: existing.id, doc: source.doc });
+  };
+
+  // Post-order like Java's visitor: nested structs are reconciled before their parent's own fields.
+  const visitStruct = (sourceFields: readonly NestedField[], tableFields: readonly NestedField[], parentId: number | null): void => {
+    for (const sf of sourceFields) {
+      const tf = find(tableFields, sf.name);
+      if (tf !== undefined) visitNested(sf.type, tf);
+    }
+    for (const sf of sourceFields) {
+      const tf = find(tableFields, sf.name);
+      if (tf === undefined) changes.push({ kind: 'add-column', parentId, field: { ...sf, required: false } });
+      else updateColumn(sf, tf);
+    }
+  };
+  const visitNested = (st: IcebergType, tf: NestedField): void => {
+    const et = tf.type;
+    if (st.kind === 'struct' && et.kind === 'struct') visitStruct(st.fields, et.fields, tf.id);
+    else if (st.kind === 'list' && et.kind === 'list') {
+      const [se] = childFields(st) as [NestedField];
+      const [ee] = childFields(et) as [NestedField];
+      visitNested(se.type, ee);
+      updateColumn(se, ee);
+    } else if (st.kind === 'map' && et.kind === 'map') {
+      const [sk, sv] = childFields(st) as [NestedField, NestedField];
+      const [ek, ev] = childFields(et) as [NestedField, NestedField];
+      visitNested(sk.type, ek);
+      visitNested(sv.type, ev);
+      updateColumn(sk, ek);
+      updateColumn(sv, ev);
+    }
+  };
+  visitStruct(sourceSchema.fields, tableSchema.fields, null);
+
+  if (changes.length === 0) {
+    return { changed: false, schema: tableSchema, lastColumnId, changes: [], updates: [], requirements: [] };
+  }
+  const newSchemaId = options.newSchemaId ?? tableSchema.schemaId + 1;
+  const result = applySchemaChanges(tableSchema, changes, lastColumnId, newSchemaId);
+  const updates: TableUpdate[] = [
+    { action: 'add-schema', schema: result.schema },
+    { action: 'set-current-schema', schemaId: LAST_ADDED },
+  ];
+  if (options.updateNameMapping === true) {
+    updates.push({ action: 'set-properties', updates: { 'schema.name-mapping.default': stringifyJson(nameMapping(result.schema)) } });
+  }
+  return {
+    changed: true,
+    schema: result.schema,
+    lastColumnId: result.lastColumnId,
+    changes: result.applied,
+    updates,
+    requirements: [
+      { type: 'assert-current-schema-id', currentSchemaId: tableSchema.schemaId },
+      { type: 'assert-last-assigned-field-id', lastAssignedFieldId: lastColumnId },
+    ],
+  };
+}
+
+/**
+ * `unionByName` against a table's current schema, with the schema id taken as the metadata's highest + 1.
+ * When an identical schema already exists in the table (e.g. an earlier schema), the update switches to
+ * it by id (`set-current-schema N`) instead of re-adding it: Java catalogs reject `-1` in that case.
+ */
+export function evolveTableSchema(md: TableMetadata, sourceSchema: Schema, options: Omit<UnionByNameOptions, 'newSchemaId'> = {}): SchemaEvolution {
+  const table = currentSchema(md);
+  const newSchemaId = md.schemas.reduce((m, s) => Math.max(m, s.schemaId), -1) + 1;
+  const ev = unionByName(table, sourceSchema, md.lastColumnId, { ...options, newSchemaId });
+  if (!ev.changed) return ev;
+  const existing = md.schemas.find((s) => sameSchema(s, ev.schema));
+  if (existing === undefined) return ev;
+  return {
+    ...ev,
+    schema: existing,
+    updates: [{ action: 'set-current-schema', schemaId: existing.schemaId }, ...ev.updates.filter((u) => u.action === 'set-properties')],
+  };
+}

@@ -1,0 +1,103 @@
+/**
+ * Writer settings, resolved from Iceberg table properties (the Java names, so tables written by Spark or
+ * the Apache sink behave the same here) plus a few `icefloe.write.*` keys for what only a JS writer needs.
+ *
+ * Table properties honoured:
+ *   write.target-file-size-bytes            roll to a new file at this size (default 128 MiB here)
+ *   write.parquet.row-group-size-bytes      encoded size a row group aims for (default 128 MiB)
+ *   write.parquet.page-size-bytes           data page size limit (default 1 MiB)
+ *   write.parquet.dict-size-bytes           dictionary page size limit (default 2 MiB)
+ *   write.parquet.compression-codec         zstd (default), snappy, gzip, brotli, lz4 (= LZ4_RAW), uncompressed
+ *   write.metadata.metrics.default          none | counts | truncate(N) | full (default truncate(16))
+ *   write.metadata.metrics.column.<name>    per column, by dotted name
+ * Accepted but not applied (reported in `ignored`): write.parquet.compression-level (parquet-wasm has no
+ * level setting; arrow-rs's default zstd level 1 is used), write.parquet.page-row-limit.
+ * Icefloe keys:
+ *   icefloe.write.row-group-buffer-bytes    cap on the raw bytes buffered per row group (default 64 MiB);
+ *                                           bounds JS and wasm memory per writer
+ *   icefloe.write.row-group-rows            cap on rows per row group (default 1,000,000)
+ *   icefloe.write.parquet.statistics        footer statistics: none | chunk | page (default page)
+ */
+import { ConfigError } from '../core/errors.ts';
+import type { ColumnLayout, LayoutNode } from './layout.ts';
+import { DEFAULT_METRICS_MODE, parseMetricsMode } from '../iceberg/bounds.ts';
+import type { MetricsMode } from '../iceberg/bounds.ts';
+import { parseCodec } from './parquet.ts';
+import type { ParquetCodec, ParquetStatistics } from './parquet.ts';
+
+const MiB = 1024 * 1024;
+
+export interface WriteConfig {
+  readonly targetFileSizeBytes: number;
+  readonly rowGroupSizeBytes: number;
+  readonly rowGroupBufferBytes: number;
+  readonly rowGroupRows: number;
+  readonly pageSizeBytes: number;
+  readonly dictSizeBytes: number;
+  readonly codec: ParquetCodec;
+  readonly statistics: ParquetStatistics;
+  readonly metricsDefault: MetricsMode;
+  /** By dotted column name (`address.city`). */
+  readonly metricsColumns: ReadonlyMap<string, MetricsMode>;
+}
+
+export const DEFAULT_WRITE_CONFIG: WriteConfig = {
+  targetFileSizeBytes: 128 * MiB,
+  rowGroupSizeBytes: 128 * MiB,
+  rowGroupBufferBytes: 64 * MiB,
+  rowGroupRows: 1_000_000,
+  pageSizeBytes: 1 * MiB,
+  dictSizeBytes: 2 * MiB,
+  codec: 'zstd',
+  statistics: 'page',
+  metricsDefault: DEFAULT_METRICS_MODE,
+  metricsColumns: new Map(),
+};
+
+const IGNORED = ['write.parquet.compression-level', 'write.parquet.page-row-limit'];
+
+function positive(props: Readonly<Record<string, string>>, key: string, fallback: number): number {
+  const raw = props[key];
+  if (raw === undefined) return fallback;
+  const v = Number(raw.trim());
+  if (!Number.isSafeInteger(v) || v <= 0) throw new ConfigError(`${key} must be a positive integer, got ${JSON.stringify(raw)}`, { context: { key } });
+  return v;
+}
+
+/** Resolves the writer settings from table properties; `ignored` lists keys present but not applied. */
+export function resolveWriteConfig(props: Readonly<Record<string, string>> = {}): { config: WriteConfig; ignored: string[] } {
+  const metricsColumns = new Map<string, MetricsMode>();
+  const prefix = 'write.metadata.metrics.column.';
+  for (const [k, v] of Object.entries(props)) {
+    if (k.startsWith(prefix)) metricsColumns.set(k.slice(prefix.length), parseMetricsMode(v));
+  }
+  const stats = props['icefloe.write.parquet.statistics'];
+  if (stats !== undefined && stats !== 'none' && stats !== 'chunk' && stats !== 'page') {
+    throw new ConfigError(`icefloe.write.parquet.statistics must be none, chunk or page, got ${JSON.stringify(stats)}`);
+  }
+  const metricsDefault = props['write.metadata.metrics.default'];
+  const codec = props['write.parquet.compression-codec'];
+  const config: WriteConfig = {
+    targetFileSizeBytes: positive(props, 'write.target-file-size-bytes', DEFAULT_WRITE_CONFIG.targetFileSizeBytes),
+    rowGroupSizeBytes: positive(props, 'write.parquet.row-group-size-bytes', DEFAULT_WRITE_CONFIG.rowGroupSizeBytes),
+    rowGroupBufferBytes: positive(props, 'icefloe.write.row-group-buffer-bytes', DEFAULT_WRITE_CONFIG.rowGroupBufferBytes),
+    rowGroupRows: positive(props, 'icefloe.write.row-group-rows', DEFAULT_WRITE_CONFIG.rowGroupRows),
+    pageSizeBytes: positive(props, 'write.parquet.page-size-bytes', DEFAULT_WRITE_CONFIG.pageSizeBytes),
+    dictSizeBytes: positive(props, 'write.parquet.dict-size-bytes', DEFAULT_WRITE_CONFIG.dictSizeBytes),
+    codec: codec === undefined ? DEFAULT_WRITE_CONFIG.codec : parseCodec(codec),
+    statistics: stats ?? DEFAULT_WRITE_CONFIG.statistics,
+    metricsDefault: metricsDefault === undefined ? DEFAULT_WRITE_CONFIG.metricsDefault : parseMetricsMode(metricsDefault),
+    metricsColumns,
+  };
+  return { config, ignored: IGNORED.filter((k) => props[k] !== undefined) };
+}
+
+/** The metrics mode of a leaf: its own column setting, else the table default. */
+export function metricsModeOf(config: WriteConfig, node: LayoutNode): MetricsMode {
+  return config.metricsColumns.get(node.path) ?? config.metricsDefault;
+}
+
+/** Column names in `write.metadata.metrics.column.*` that name no column of the layout. */
+export function unknownMetricsColumns(config: WriteConfig, layout: ColumnLayout): string[] {
+  return [...config.metricsColumns.keys()].filter((name) => !layout.byPath.has(name));
+}
