@@ -47,6 +47,12 @@ export interface CommitPlan {
    * whose commit adds no snapshot (a property-only change) supplies its own check.
    */
   isApplied?(table: LoadedTable): boolean;
+  /**
+   * The plan's requests cannot land twice without asserting the branch's snapshot: a schema change
+   * asserts the schema it was computed from, a property change is idempotent. Snapshot-adding plans
+   * leave this unset and must assert the branch.
+   */
+  readonly guardedByOwnRequirements?: boolean;
 }
 
 export type CommitEvent =
@@ -160,7 +166,7 @@ export async function commitWithRetry(
       // (the caller's inputs are filtered by what the table holds): either way nothing may be resent.
       return { status: 'nothing-to-commit', table, attempts: attempt - 1 };
     }
-    if (!guarded(request, ref)) {
+    if (plan.guardedByOwnRequirements !== true && !guarded(request, ref)) {
       throw new FatalError(`commit ${plan.commitId} to ${context.table} does not assert the snapshot of ${ref}: it could land twice`, { context });
     }
     emit({ kind: 'attempt', attempt });
