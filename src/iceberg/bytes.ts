@@ -124,14 +124,4 @@ export function copyBytes(b: Uint8Array): Uint8Array {
   return new Uint8Array(b.subarray(0));
 }
 
-export function concatBytes(parts: readonly Uint8Array[]): Uint8Array {
-  let n = 0;
-  for (const p of parts) n += p.length;
-  const out = new Uint8Array(n);
-  let off = 0;
-  for (const p of parts) {
-    out.set(p, off);
-    off += p.length;
-  }
-  return out;
-}
+export { concatBytes } from '../core/bytes.ts';

@@ -88,18 +88,7 @@ export class ObjectExistsError extends FatalError {
   }
 }
 
-/** Concatenates chunks (for small bodies and tests). */
-export function concatBytes(chunks: readonly Uint8Array[]): Uint8Array {
-  let size = 0;
-  for (const c of chunks) size += c.byteLength;
-  const out = new Uint8Array(size);
-  let at = 0;
-  for (const c of chunks) {
-    out.set(c, at);
-    at += c.byteLength;
-  }
-  return out;
-}
+export { concatBytes } from '../core/bytes.ts';
 
 /** Resolves a ByteRange against an object size into [start, end) (clamped). */
 export function resolveRange(range: ByteRange | undefined, size: number): { start: number; end: number } {

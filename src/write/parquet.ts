@@ -20,6 +20,7 @@
  * - uuid columns get the UUID logical type by a footer edit (footer.ts).
  * Must not: know about Iceberg metrics (the writer merges them) or retain the file's bytes.
  */
+import { concatBytes } from '../core/bytes.ts';
 import * as pw from 'parquet-wasm';
 import { ConfigError, FatalError } from '../core/errors.ts';
 import type { ObjectStore, PutOptions } from '../upload/port.ts';
@@ -272,7 +273,7 @@ export class StreamingParquetFile {
           yield value;
         }
       }
-      const last = this.finishFooter(concat(held));
+      const last = this.finishFooter(concatBytes(held));
       this.bytesOut += last.byteLength;
       yield last;
     } catch (e) {
@@ -320,18 +321,6 @@ export class StreamingParquetFile {
   }
 }
 
-function concat(parts: readonly Uint8Array[]): Uint8Array {
-  if (parts.length === 1) return parts[0] as Uint8Array;
-  let n = 0;
-  for (const p of parts) n += p.byteLength;
-  const out = new Uint8Array(n);
-  let at = 0;
-  for (const p of parts) {
-    out.set(p, at);
-    at += p.byteLength;
-  }
-  return out;
-}
 
 /** Parses `write.parquet.compression-codec` (Iceberg names; `lz4` means LZ4_RAW, never Hadoop LZ4). */
 export function parseCodec(text: string): ParquetCodec {
