@@ -3,6 +3,11 @@
 # named after a hash of the pins and the interpreter, so a pin change builds a new one. The DuckDB
 # extensions come from PyPI wheels and are installed into an extension directory inside the venv, so
 # nothing reaches for extensions.duckdb.org at test time (readers set autoinstall_known_extensions=false).
+#
+# The third reader, Apache Spark (test/readers/read_spark.py), gets its own venv (pyspark only: it
+# bundles Spark's jars, ~450 MB, and wants nothing of the readers venv) and Iceberg's Spark runtime plus
+# the AWS bundle from Maven Central, both under $ICEFLOE_CACHE/spark-<pyspark>-iceberg-<iceberg>/. The
+# jars are handed to Spark as spark.jars (never Ivy's spark.jars.packages), run on Java 17.
 
 readers_pins() {
   printf '%s\n' \
@@ -42,6 +47,11 @@ EOF
 }
 
 readers_install() {
+  readers_install_venv
+  spark_install
+}
+
+readers_install_venv() {
   local dir; dir=$(readers_venv)
   if is_done "$dir" && "$dir/bin/python" -c 'import pyiceberg, duckdb, moto' 2>/dev/null; then return 0; fi
   command -v python3 >/dev/null || die "python3 not found (apt packages python3 python3-venv)"
@@ -65,14 +75,48 @@ EOF
 
 readers_ready() {
   local dir; dir=$(readers_venv)
-  is_done "$dir" && "$dir/bin/python" -c 'import pyiceberg, duckdb' 2>/dev/null
+  is_done "$dir" && "$dir/bin/python" -c 'import pyiceberg, duckdb' 2>/dev/null && spark_ready
 }
 
 readers_describe() {
-  echo "Python venv $(readers_venv) (PyIceberg $PYICEBERG_VERSION, DuckDB $DUCKDB_VERSION + iceberg/httpfs/avro, moto $MOTO_VERSION)"
+  echo "Python venv $(readers_venv) (PyIceberg $PYICEBERG_VERSION, DuckDB $DUCKDB_VERSION + iceberg/httpfs/avro, moto $MOTO_VERSION); Spark $PYSPARK_VERSION + Iceberg runtime in $(spark_home)"
 }
 
 readers_env() {
   echo "ICEFLOE_PYTHON=$(readers_python)"
   echo "ICEFLOE_DUCKDB_EXTENSION_DIR=$(readers_extdir)"
+  echo "ICEFLOE_SPARK_PYTHON=$(spark_python)"
+  echo "ICEFLOE_SPARK_JARS=$(spark_jars)"
+}
+
+# --- Spark ------------------------------------------------------------------------------------------
+
+spark_home() { echo "$ICEFLOE_CACHE/spark-$PYSPARK_VERSION-iceberg-$ICEBERG_VERSION"; }
+spark_venv() {
+  local key; key=$(python3 -c 'import sys; print(sys.version)' 2>/dev/null | sha256sum | cut -c1-12)
+  echo "$(spark_home)/venv-$key"
+}
+spark_python() { echo "$(spark_venv)/bin/python"; }
+spark_jardir() { echo "$(spark_home)/jars/lib"; }
+# The jars as spark.jars wants them: a comma-separated list of paths.
+spark_jars() { find "$(spark_jardir)" -maxdepth 1 -name '*.jar' 2>/dev/null | sort | paste -sd, -; }
+
+spark_install() {
+  local i=org.apache.iceberg venv; venv=$(spark_venv)
+  # Both artifacts are shaded and declare no runtime dependencies: exactly two jars.
+  maven_copy_deps "$(spark_home)/jars" \
+    "$(maven_dep $i "iceberg-spark-runtime-${PYSPARK_VERSION%.*}_$SPARK_SCALA_VERSION" "$ICEBERG_VERSION")" \
+    "$(maven_dep $i iceberg-aws-bundle "$ICEBERG_VERSION")" \
+    || die "copying Iceberg's Spark runtime and AWS bundle $ICEBERG_VERSION from Maven Central failed"
+  if is_done "$venv" && "$venv/bin/python" -c 'import pyspark' 2>/dev/null; then return 0; fi
+  log "creating the Spark reader venv $venv (pyspark $PYSPARK_VERSION)"
+  rm -rf "$venv"
+  python3 -m venv "$venv" >&2 || { rm -rf "$venv"; die "python3 -m venv failed (apt package python3-venv)"; }
+  "$venv/bin/pip" install -q --no-input --progress-bar off "pyspark==$PYSPARK_VERSION" >&2 \
+    || { rm -rf "$venv"; die "pip install pyspark==$PYSPARK_VERSION failed"; }
+  mark_done "$venv"
+}
+
+spark_ready() {
+  is_done "$(spark_home)/jars" && is_done "$(spark_venv)" && "$(spark_python)" -c 'import pyspark' 2>/dev/null
 }

@@ -1,18 +1,22 @@
 /**
- * The independent Iceberg readers (PyIceberg and DuckDB, in the stack's Python venv) from Node tests:
- * runs test/readers/read_table.py with the stack's endpoints and parses its JSON answer losslessly
- * (snapshot ids exceed 2^53, so unsafe integers come back as bigint).
+ * The independent Iceberg readers (PyIceberg and DuckDB, in the stack's Python venv; Spark in its own)
+ * from Node tests: runs test/readers/read_table.py (or read_spark.py for engine 'spark') with the stack's
+ * endpoints and parses its JSON answer losslessly (snapshot ids exceed 2^53, so unsafe integers come back
+ * as bigint).
  */
 import { execFile } from 'node:child_process';
+import { dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { isInteger, isSafeNumber, parse } from 'lossless-json';
 import { stackEndpoints } from './stack.ts';
 
 const SCRIPT = fileURLToPath(new URL('../readers/read_table.py', import.meta.url));
+const SPARK_SCRIPT = fileURLToPath(new URL('../readers/read_spark.py', import.meta.url));
 
 export interface ReaderArgs {
-  mode?: 'read' | 'create';
-  engine?: 'pyiceberg' | 'duckdb';
+  /** read (default); create / append: a PyIceberg append (a foreign snapshot); footer: Parquet field ids of each data file. */
+  mode?: 'read' | 'create' | 'append' | 'footer';
+  engine?: 'pyiceberg' | 'duckdb' | 'spark';
   catalog?: { kind: 'rest' | 'sql'; uri?: string; name?: string; warehouse?: string };
   table: string;
   filter?: string;
@@ -21,9 +25,28 @@ export interface ReaderArgs {
   metadata_location?: string;
   rows?: Record<string, unknown>[];
   replace?: boolean;
+  /** Spark: column lists read again in the same session (only primitive columns: the vectorized reader). */
+  projections?: string[][];
+  /** Read: also report the data files the scan used (`scanned_files`; PyIceberg adds `live_files`, DuckDB
+   *  sets `files_scanned` from EXPLAIN ANALYZE). See test/readers/read_table.py. */
+  files?: boolean;
 }
 
 export type ReaderResult = Record<string, unknown> & { rows?: Record<string, unknown>[] };
+
+/** Mode `footer`: field ids by Iceberg column path (`a.b`, `tags.element`, `m.key`, `m.value.x`). */
+export interface FooterResult {
+  readonly snapshot_id: number | bigint | null;
+  /** PyIceberg's view of the table's current schema. */
+  readonly schema_field_ids: Record<string, number>;
+  /** Each data file of the current snapshot, as pyarrow.parquet reads its footer (null: no field id). */
+  readonly files: { file_path: string; record_count: number; field_ids: Record<string, number | null> }[];
+}
+
+/** The Parquet footers of the current snapshot's data files, read by pyarrow (mode `footer`). */
+export async function readFooters(args: Omit<ReaderArgs, 'mode'>): Promise<FooterResult> {
+  return (await readTable({ ...args, mode: 'footer' })) as unknown as FooterResult;
+}
 
 function parseNumber(text: string): number | bigint {
   return isInteger(text) && !isSafeNumber(text) ? BigInt(text) : Number(text);
@@ -43,10 +66,13 @@ export function readTable(args: ReaderArgs): Promise<ReaderResult> {
     ICEFLOE_S3_SECRET_KEY: e.s3SecretKey,
     ICEFLOE_S3_REGION: e.s3Region,
     ICEFLOE_DUCKDB_EXTENSION_DIR: e.duckdbExtensionDir,
+    ICEFLOE_SPARK_JARS: e.sparkJars,
+    JAVA_HOME: dirname(dirname(e.java17)),
   };
+  const [python, script] = args.engine === 'spark' ? [e.sparkPython, SPARK_SCRIPT] : [e.python, SCRIPT];
   const json = JSON.stringify(args, (_k, v: unknown) => (typeof v === 'bigint' ? v.toString() : v));
   return new Promise((resolve, reject) => {
-    execFile(e.python, [SCRIPT, json], { env, maxBuffer: 256 * 1024 * 1024, timeout: 300_000 }, (error, stdout, stderr) => {
+    execFile(python, [script, json], { env, maxBuffer: 256 * 1024 * 1024, timeout: 300_000 }, (error, stdout, stderr) => {
       if (error) {
         reject(new Error(stderr.trim() || error.message, { cause: error }));
         return;

@@ -30,6 +30,9 @@ export interface StackEndpoints {
   proxyControlUrl: string;
   python: string;
   duckdbExtensionDir: string;
+  /** The Spark reader's venv python (pyspark) and its jars (Iceberg's Spark runtime, AWS bundle), comma-separated. */
+  sparkPython: string;
+  sparkJars: string;
 }
 
 const KEYS: Record<keyof StackEndpoints, string> = {
@@ -53,6 +56,8 @@ const KEYS: Record<keyof StackEndpoints, string> = {
   proxyControlUrl: 'ICEFLOE_PROXY_CONTROL_URL',
   python: 'ICEFLOE_PYTHON',
   duckdbExtensionDir: 'ICEFLOE_DUCKDB_EXTENSION_DIR',
+  sparkPython: 'ICEFLOE_SPARK_PYTHON',
+  sparkJars: 'ICEFLOE_SPARK_JARS',
 };
 
 let cached: StackEndpoints | undefined;

@@ -4,7 +4,10 @@
 Usage: read_table.py '<json>'   or   echo '<json>' | read_table.py
 Arguments (JSON object; every key is optional except "table", defaults come from the ICEFLOE_* env):
   mode        "read" (default) | "create": create the namespace and table through the REST catalog with
-              PyIceberg and append `rows` (default: three sample rows) with pyarrow
+              PyIceberg and append `rows` (default: three sample rows) with pyarrow (an existing table
+              is appended to) | "append": append `rows` with PyIceberg to an existing table (a foreign
+              writer's snapshot: no Icefloe summary keys), either catalog kind | "footer": the Parquet
+              field ids of every data file of the current snapshot, read from the footers by pyarrow
   engine      "pyiceberg" (default) | "duckdb"
   catalog     {"kind": "rest"|"sql", "uri": ..., "name": ..., "warehouse": ...}
               rest: uri http://127.0.0.1:8181 ($ICEFLOE_CATALOG_URI)
@@ -17,14 +20,27 @@ Arguments (JSON object; every key is optional except "table", defaults come from
   order_by    list of column names to sort the rows by
   snapshot_id read this snapshot instead of the current one
   metadata_location   DuckDB only: iceberg_scan() this metadata.json instead of ATTACHing the catalog
-  rows        mode "create": a list of row objects (the table schema is inferred by pyarrow)
+  rows        mode "create": a list of row objects (the table schema is inferred by pyarrow);
+              mode "append": row objects cast to the table's schema (missing columns are null)
   replace     mode "create": drop the table first if it exists
+  files       mode "read": also say which data files the (filtered) scan used, as evidence of pruning:
+              pyiceberg adds "scanned_files" (the paths scan.plan_files() planned) and "live_files"
+              (every live data file of the scanned snapshot, from its manifests: file_path, spec_id,
+              partition as the raw transform results in spec order, record_count, and lower_bounds /
+              upper_bounds as {field id: hex of the Appendix D bytes});
+              duckdb also runs EXPLAIN ANALYZE of the query and sets "files_scanned" to its scan's
+              "Total Files Read" and "scanned_files" to its "Filename(s)"
 Output (stdout, one JSON object):
   read:   {"engine", "table", "rows": [...], "files_scanned": n, "snapshots": [...], ...}
           pyiceberg adds current_snapshot_id, metadata_location, format_version, schema, partition_spec,
           properties; duckdb gives files_scanned null (it does not say) and data_files (live data
-          files of the current snapshot) instead
-  create: {"table", "metadata_location", "snapshot_id", "rows_appended"}
+          files of the current snapshot) instead, unless "files" asks for its EXPLAIN ANALYZE evidence
+  create, append: {"table", "metadata_location", "snapshot_id", "rows_appended"}; append adds "summary"
+          (the new snapshot's summary)
+  footer: {"table", "snapshot_id", "schema_field_ids": {path: id}, "files": [{"file_path", "record_count",
+          "field_ids": {path: id}}]}; paths are Iceberg column names (`a.b`, `tags.element`, `m.key`,
+          `m.value.x`), schema_field_ids from PyIceberg's view of the current schema, field_ids from each
+          file's footer (pyarrow.parquet, the PARQUET:field_id of every node, groups included)
   Values: timestamps and dates as ISO 8601 strings, decimals as strings, binary as base64, NaN and
   infinities as strings; 64-bit integers stay JSON numbers (parse with lossless-json in Node).
 Errors: a message naming the service on stderr and {"error": ..., "service": "catalog"|"s3"|"postgres"|null}
@@ -191,8 +207,36 @@ def read_pyiceberg(args, cat, s3):
     arrow = scan.to_arrow()
     if args.get("order_by"):
         arrow = arrow.sort_by([(c, "ascending") for c in args["order_by"]])
-    return {"engine": "pyiceberg", "table": args["table"], "rows": arrow.to_pylist(),
-            "files_scanned": len(files), **info}
+    out = {"engine": "pyiceberg", "table": args["table"], "rows": arrow.to_pylist(),
+           "files_scanned": len(files), **info}
+    if args.get("files"):
+        out["scanned_files"] = sorted(task.file.file_path for task in files)
+        snapshot = scan.snapshot()
+        out["live_files"] = live_files(table, snapshot) if snapshot is not None else []
+    return out
+
+
+def data_file_info(df):
+    bounds = lambda m: {str(k): bytes(v).hex() for k, v in sorted((m or {}).items())}  # noqa: E731
+    return {
+        "file_path": df.file_path, "spec_id": df.spec_id,
+        # The raw transform results (day ordinals, bucket numbers, ...), not PyIceberg's display values.
+        "partition": [df.partition[i] for i in range(len(df.partition))],
+        "record_count": df.record_count,
+        "lower_bounds": bounds(df.lower_bounds), "upper_bounds": bounds(df.upper_bounds),
+    }
+
+
+def live_files(table, snapshot):
+    from pyiceberg.manifest import ManifestContent
+
+    out = []
+    for manifest in snapshot.manifests(table.io):
+        if manifest.content != ManifestContent.DATA:
+            continue
+        for entry in manifest.fetch_manifest_entry(table.io, discard_deleted=True):
+            out.append(data_file_info(entry.data_file))
+    return sorted(out, key=lambda f: f["file_path"])
 
 
 def create_sample(args, cat, s3):
@@ -217,15 +261,106 @@ def create_sample(args, cat, s3):
     ]
     data = pa.Table.from_pylist(rows)
     table = catalog.create_table_if_not_exists(args["table"], schema=data.schema)
+    return append_rows(catalog, table, args["table"], data)
+
+
+def append_rows(catalog, table, name, data):
+    import pyarrow as pa
+
     # Into an existing table: cast each column to its type (JSON gives ISO strings for timestamps,
     # and nulls for a missing or null column).
     target = table.schema().as_arrow()
     cols = [data.column(f.name).cast(f.type) if f.name in data.column_names else pa.nulls(data.num_rows, f.type)
             for f in target]
     table.append(pa.Table.from_arrays(cols, schema=target))
-    table = catalog.load_table(args["table"])
-    return {"table": args["table"], "metadata_location": table.metadata_location,
-            "snapshot_id": table.metadata.current_snapshot_id, "rows_appended": data.num_rows}
+    table = catalog.load_table(name)
+    snap = table.current_snapshot()
+    return {"table": name, "metadata_location": table.metadata_location,
+            "snapshot_id": table.metadata.current_snapshot_id, "rows_appended": data.num_rows,
+            "summary": dict(snap.summary.additional_properties) if snap and snap.summary else {}}
+
+
+def append_existing(args, cat, s3):
+    import pyarrow as pa
+
+    check_tcp("s3", s3["endpoint"], 80)
+    catalog = load_pyiceberg_catalog(cat, s3)
+    table = load_pyiceberg_table(catalog, args["table"])
+    if not args.get("rows"):
+        raise Failure("mode append needs rows")
+    return append_rows(catalog, table, args["table"], pa.Table.from_pylist(args["rows"]))
+
+
+def arrow_field_ids(fields, prefix=""):
+    """{iceberg path: PARQUET:field_id} for an Arrow schema read from a Parquet footer (None when absent)."""
+    import pyarrow as pa
+
+    out = {}
+
+    def fid(f):
+        md = f.metadata or {}
+        v = md.get(b"PARQUET:field_id")
+        return int(v) if v is not None else None
+
+    def walk(f, path):
+        out[path] = fid(f)
+        t = f.type
+        if pa.types.is_struct(t):
+            for i in range(t.num_fields):
+                walk(t.field(i), f"{path}.{t.field(i).name}")
+        elif pa.types.is_map(t):
+            walk(t.key_field, f"{path}.key")
+            walk(t.item_field, f"{path}.value")
+        elif pa.types.is_list(t) or pa.types.is_large_list(t):
+            walk(t.value_field, f"{path}.element")
+
+    for f in fields:
+        walk(f, f"{prefix}{f.name}")
+    return out
+
+
+def schema_field_ids(schema):
+    """{iceberg path: id} from PyIceberg's schema (list element, map key/value as pseudo fields)."""
+    from pyiceberg.types import ListType, MapType, StructType
+
+    out = {}
+
+    def walk(t, path):
+        if isinstance(t, StructType):
+            for f in t.fields:
+                p = f"{path}.{f.name}" if path else f.name
+                out[p] = f.field_id
+                walk(f.field_type, p)
+        elif isinstance(t, ListType):
+            out[f"{path}.element"] = t.element_id
+            walk(t.element_type, f"{path}.element")
+        elif isinstance(t, MapType):
+            out[f"{path}.key"] = t.key_id
+            walk(t.key_type, f"{path}.key")
+            out[f"{path}.value"] = t.value_id
+            walk(t.value_type, f"{path}.value")
+
+    walk(schema.as_struct(), "")
+    return out
+
+
+def read_footers(args, cat, s3):
+    import pyarrow.parquet as pq
+
+    check_tcp("s3", s3["endpoint"], 80)
+    table = load_pyiceberg_table(load_pyiceberg_catalog(cat, s3), args["table"])
+    files = []
+    if table.metadata.current_snapshot_id is not None:
+        for task in table.scan().plan_files():
+            path = task.file.file_path
+            with table.io.new_input(path).open() as f:
+                pf = pq.ParquetFile(f)
+                ids = arrow_field_ids(pf.schema_arrow)
+                rows = pf.metadata.num_rows
+            files.append({"file_path": path, "record_count": rows, "field_ids": ids})
+    files.sort(key=lambda x: x["file_path"])
+    return {"table": args["table"], "snapshot_id": table.metadata.current_snapshot_id,
+            "schema_field_ids": schema_field_ids(table.schema()), "files": files}
 
 
 # --- DuckDB -------------------------------------------------------------------------------------------
@@ -296,7 +431,36 @@ def read_duckdb(args, cat, s3):
     if args.get("order_by"):
         q += " ORDER BY " + ", ".join(sql_ident(c) for c in args["order_by"])
     rows = con.execute(q).to_arrow_table().to_pylist()
+    if args.get("files"):
+        info["files_scanned"], info["scanned_files"] = duckdb_files_read(con, q)
     return {"engine": "duckdb", "table": args.get("table"), "rows": rows, **info}
+
+
+def duckdb_files_read(con, query):
+    """The files DuckDB's Iceberg scan read for `query`, from EXPLAIN ANALYZE's JSON profile (the
+    ICEBERG_SCAN operator's "Total Files Read" and "Filename(s)")."""
+    con.execute("SET enable_profiling = 'json'")
+    con.execute("SET profiling_output = ''")
+    try:
+        profile = json.loads(con.execute("EXPLAIN ANALYZE " + query).fetchall()[0][1])
+    finally:
+        con.execute("RESET enable_profiling")
+    scans = []
+
+    def walk(node):
+        extra = node.get("extra_info") or {}
+        if extra.get("Function") == "ICEBERG_SCAN":
+            scans.append(extra)
+        for child in node.get("children") or []:
+            walk(child)
+
+    walk(profile)
+    if len(scans) != 1 or "Total Files Read" not in scans[0]:
+        raise Failure(f"EXPLAIN ANALYZE has {len(scans)} ICEBERG_SCAN operators with a file count, expected 1")
+    names = scans[0].get("Filename(s)") or ""
+    if isinstance(names, str):
+        names = [n for n in names.replace("\n", ",").split(",") if n.strip()]
+    return int(scans[0]["Total Files Read"]), sorted(n.strip() for n in names)
 
 
 # --- main ---------------------------------------------------------------------------------------------
@@ -312,8 +476,12 @@ def main():
     split_table(args.get("table"))
     if mode == "create":
         out = create_sample(args, cat, s3)
+    elif mode == "append":
+        out = append_existing(args, cat, s3)
+    elif mode == "footer":
+        out = read_footers(args, cat, s3)
     elif mode != "read":
-        raise Failure(f"unknown mode {mode!r} (read or create)")
+        raise Failure(f"unknown mode {mode!r} (read, create, append or footer)")
     elif engine == "pyiceberg":
         out = read_pyiceberg(args, cat, s3)
     elif engine == "duckdb":
