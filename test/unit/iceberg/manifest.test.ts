@@ -1,68 +1,20 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { execFileSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { readFileSync } from 'node:fs';
 import { decodeAvroContainer } from '../../../src/iceberg/avro.ts';
-import { toBoundBytes } from '../../../src/iceberg/bounds.ts';
-import { fromHex, toHex, uuidToBytes } from '../../../src/iceberg/bytes.ts';
+import { fromHex, toHex } from '../../../src/iceberg/bytes.ts';
 import { EntryStatus, FileContent, makeDataFile, type DataFile } from '../../../src/iceberg/data-file.ts';
 import { addedEntries, readManifest, writeManifest } from '../../../src/iceberg/manifest.ts';
 import { readManifestList, UNASSIGNED_SEQUENCE_NUMBER, writeManifestList, type ManifestFile } from '../../../src/iceberg/manifest-list.ts';
 import { decimalRequiredBytes, manifestEntrySchemaV2, manifestFileSchemaV2 } from '../../../src/iceberg/manifest-schemas.ts';
-import { buildPartitionSpec, partitionType, unpartitionedSpec } from '../../../src/iceberg/partition-spec.ts';
+import { partitionType, unpartitionedSpec } from '../../../src/iceberg/partition-spec.ts';
 import { parseJson } from '../../../src/core/json.ts';
-import type { PartitionValue, Schema } from '../../../src/iceberg/types.ts';
+import type { PartitionValue } from '../../../src/iceberg/types.ts';
+import { entryAsExpected, file, files, listAsExpected, schema, SNAP, spec, uuid } from '../../helpers/manifest-fixtures.ts';
+import type { ExpectedEntry, ExpectedList } from '../../helpers/manifest-fixtures.ts';
 
+// Fixtures shared with test/integration/manifest-readers.test.ts (PyIceberg and DuckDB read what we write).
 const FIXTURES = new URL('../../fixtures/iceberg/', import.meta.url);
-const SNAP = 8744736658442914487n;
-
-const schema: Schema = {
-  schemaId: 3,
-  fields: [
-    { id: 1, name: 'id', required: true, type: { kind: 'long' } },
-    { id: 2, name: 'region', required: false, type: { kind: 'string' } },
-    { id: 3, name: 'ts', required: false, type: { kind: 'timestamptz' } },
-    { id: 4, name: 'amount', required: false, type: { kind: 'decimal', precision: 10, scale: 2 } },
-    { id: 5, name: 'name', required: false, type: { kind: 'string' } },
-    { id: 6, name: 'score', required: false, type: { kind: 'double' } },
-    { id: 7, name: 'event_id', required: false, type: { kind: 'uuid' } },
-    { id: 8, name: 'meta', required: false, type: { kind: 'struct', fields: [{ id: 9, name: 'source', required: false, type: { kind: 'string' } }] } },
-    { id: 10, name: 'at', required: false, type: { kind: 'timestamp' } },
-  ],
-};
-const spec = buildPartitionSpec(schema, 'region, day(ts), bucket(id, 16), amount, truncate(name, 4), event_id, meta.source, at', { specId: 2 });
-
-function file(path: string, partition: PartitionValue[], records: bigint, extra: Partial<DataFile> = {}): DataFile {
-  return {
-    content: FileContent.DATA,
-    filePath: path,
-    fileFormat: 'PARQUET',
-    specId: 2,
-    partition,
-    recordCount: records,
-    fileSizeInBytes: records * 40n,
-    columnSizes: new Map([[1, 800n], [2, 300n]]),
-    valueCounts: new Map([[1, records]]),
-    nullValueCounts: new Map([[1, 0n]]),
-    nanValueCounts: new Map([[6, 1n]]),
-    lowerBounds: new Map([[1, toBoundBytes({ kind: 'long' }, -5n)]]),
-    upperBounds: new Map([[1, toBoundBytes({ kind: 'long' }, SNAP)]]),
-    splitOffsets: [4n, 2n ** 40n],
-    sortOrderId: 0,
-    ...extra,
-  };
-}
-const uuid = uuidToBytes('f79c3e09-677c-4bbd-a479-3f349cb785e7');
-const files = [
-  file('s3://b/t/data/a.parquet', ['eu', 17486, 3, 1420n, 'icef', uuid, 'web', 1510871468000000n], 100n),
-  withoutNanAndSort(file('s3://b/t/data/b.parquet', [null, -1, 15, -50n, null, null, 'app', -1n], 7n)),
-];
-
-function withoutNanAndSort(f: DataFile): DataFile {
-  return Object.fromEntries(Object.entries(f).filter(([k]) => k !== 'nanValueCounts' && k !== 'sortOrderId')) as unknown as DataFile;
-}
 
 test('manifest_entry / manifest_file Avro schemas have Java’s record names, field ids and shapes', () => {
   const entry = manifestEntrySchemaV2(partitionType(spec, schema));
@@ -190,106 +142,6 @@ test('manifest list: our new manifests get the commit sequence number, carried r
   assert.throws(() => writeManifestList({ snapshotId: 1n, sequenceNumber: 1n, manifests: [manifest] }), { name: 'FatalError' });
 });
 
-interface ExpectedEntry {
-  status: number;
-  snapshot_id: string | null;
-  sequence_number: string | null;
-  file_sequence_number: string | null;
-  content: number;
-  file_path: string;
-  file_format: string;
-  partition: (string | null | { decimal: string })[];
-  record_count: string;
-  file_size_in_bytes: string;
-  column_sizes: Record<string, string> | null;
-  value_counts: Record<string, string> | null;
-  null_value_counts: Record<string, string> | null;
-  nan_value_counts: Record<string, string> | null;
-  lower_bounds: Record<string, { hex: string }> | null;
-  upper_bounds: Record<string, { hex: string }> | null;
-  split_offsets: string[] | null;
-  sort_order_id: number | null;
-}
-interface ExpectedList {
-  manifest_path: string;
-  manifest_length: string;
-  partition_spec_id: number;
-  content: number;
-  sequence_number: string;
-  min_sequence_number: string;
-  added_snapshot_id: string;
-  added_files_count: number;
-  existing_files_count: number;
-  deleted_files_count: number;
-  added_rows_count: string;
-  existing_rows_count: string;
-  deleted_rows_count: string;
-  partitions: { contains_null: boolean; contains_nan: boolean | null; lower_bound: string | null; upper_bound: string | null }[] | null;
-}
-
-function listAsExpected(m: ManifestFile): ExpectedList {
-  return {
-    manifest_path: m.manifestPath,
-    manifest_length: String(m.manifestLength),
-    partition_spec_id: m.partitionSpecId,
-    content: m.content,
-    sequence_number: String(m.sequenceNumber),
-    min_sequence_number: String(m.minSequenceNumber),
-    added_snapshot_id: String(m.addedSnapshotId),
-    added_files_count: m.addedFilesCount,
-    existing_files_count: m.existingFilesCount,
-    deleted_files_count: m.deletedFilesCount,
-    added_rows_count: String(m.addedRowsCount),
-    existing_rows_count: String(m.existingRowsCount),
-    deleted_rows_count: String(m.deletedRowsCount),
-    partitions:
-      m.partitions?.map((p) => ({
-        contains_null: p.containsNull,
-        contains_nan: p.containsNan ?? null,
-        lower_bound: p.lowerBound === undefined ? null : toHex(p.lowerBound),
-        upper_bound: p.upperBound === undefined ? null : toHex(p.upperBound),
-      })) ?? null,
-  };
-}
-
-const counts = (m: ReadonlyMap<number, bigint> | undefined): Record<string, string> | null =>
-  m === undefined ? null : Object.fromEntries([...m].map(([k, v]) => [String(k), String(v)]));
-const hexes = (m: ReadonlyMap<number, Uint8Array> | undefined): Record<string, { hex: string }> | null =>
-  m === undefined ? null : Object.fromEntries([...m].map(([k, v]) => [String(k), { hex: toHex(v) }]));
-
-function entryAsExpected(e: ReturnType<typeof readManifest>['entries'][number], decimalScales: Map<number, number>): ExpectedEntry {
-  const d = e.dataFile;
-  return {
-    status: e.status,
-    snapshot_id: e.snapshotId === null ? null : String(e.snapshotId),
-    sequence_number: e.sequenceNumber === null ? null : String(e.sequenceNumber),
-    file_sequence_number: e.fileSequenceNumber === null ? null : String(e.fileSequenceNumber),
-    content: d.content,
-    file_path: d.filePath,
-    file_format: d.fileFormat,
-    partition: d.partition.map((v, i) => {
-      if (v === null) return null;
-      const scale = decimalScales.get(i);
-      if (scale !== undefined && typeof v === 'bigint') {
-        const neg = v < 0n;
-        const digits = (neg ? -v : v).toString().padStart(scale + 1, '0');
-        return { decimal: `${neg ? '-' : ''}${digits.slice(0, digits.length - scale)}.${digits.slice(digits.length - scale)}` };
-      }
-      return String(v);
-    }),
-    record_count: String(d.recordCount),
-    file_size_in_bytes: String(d.fileSizeInBytes),
-    column_sizes: counts(d.columnSizes),
-    value_counts: counts(d.valueCounts),
-    null_value_counts: counts(d.nullValueCounts),
-    nan_value_counts: counts(d.nanValueCounts),
-    lower_bounds: hexes(d.lowerBounds),
-    upper_bounds: hexes(d.upperBounds),
-    split_offsets: d.splitOffsets?.map(String) ?? null,
-    sort_order_id: d.sortOrderId ?? null,
-  };
-}
-
 const expected = JSON.parse(readFileSync(new URL('pyiceberg-expected.json', FIXTURES), 'utf8')) as {
   codecs: Record<string, { manifest_list: ExpectedList[]; entries: ExpectedEntry[] }>;
 };
@@ -316,43 +168,6 @@ for (const codec of ['null', 'deflate', 'zstandard', 'snappy']) {
     assert.equal(m.entries[0]?.dataFile.partition[3], 1420n);
   });
 }
-
-// Cross-check with an independent reader when the Python venv is available (ICEFLOE_PYTHON); unit runs
-// without it do not register the test (the runner counts skips as failures), the fixtures above still
-// cover the reading direction.
-const python = process.env['ICEFLOE_PYTHON'];
-if (python !== undefined) test('PyIceberg reads the manifest list and manifests we write (ICEFLOE_PYTHON)', () => {
-  const dir = mkdtempSync(join(tmpdir(), 'icefloe-manifest-'));
-  try {
-    const mpath = join(dir, 'ours-m0.avro');
-    const upath = join(dir, 'ours-m1.avro');
-    const written = writeManifest({ path: mpath, schema, spec, snapshotId: SNAP, entries: addedEntries(files, SNAP) });
-    writeFileSync(mpath, written.bytes);
-    const unpartFile = { ...file('s3://b/t/data/u.parquet', [], 3n), specId: 0 };
-    const unpart = writeManifest({ path: upath, schema, spec: unpartitionedSpec(0), snapshotId: SNAP, entries: addedEntries([unpartFile], SNAP), codec: 'zstandard' });
-    writeFileSync(upath, unpart.bytes);
-    const list = writeManifestList({ snapshotId: SNAP, parentSnapshotId: null, sequenceNumber: 1n, manifests: [written.manifest, unpart.manifest], codec: 'snappy' });
-    const lpath = join(dir, 'snap.avro');
-    writeFileSync(lpath, list.bytes);
-    const script = new URL('../../readers/iceberg_avro.py', import.meta.url).pathname;
-    const out = JSON.parse(execFileSync(python as string, [script, 'check', lpath], { encoding: 'utf8' })) as {
-      manifest_list: ExpectedList[];
-      entries: Record<string, ExpectedEntry[]>;
-      duckdb: Record<string, number | string>;
-    };
-    assert.deepEqual(out.manifest_list, list.manifests.map(listAsExpected));
-    const ours = readManifest(written.bytes, { inheritFrom: list.manifests[0] as ManifestFile });
-    const theirs = (out.entries[mpath] ?? []).map((e) => ({ ...e, partition: e.partition.slice(0, 5) }));
-    const mine = ours.entries.map((e) => entryAsExpected(e, new Map([[3, 2]]))).map((e) => ({ ...e, partition: e.partition.slice(0, 5) }));
-    assert.deepEqual(theirs, mine);
-    assert.equal(out.entries[upath]?.[0]?.record_count, '3');
-    // DuckDB's Avro reader too (it lacks zstandard, so the zstd manifest is only checked by PyIceberg)
-    assert.equal(out.duckdb[lpath], 2);
-    assert.equal(out.duckdb[mpath], 2);
-  } finally {
-    rmSync(dir, { recursive: true, force: true });
-  }
-});
 
 test('makeDataFile converts the writer’s number counts to bigint', () => {
   const f = makeDataFile({
