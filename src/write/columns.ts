@@ -15,6 +15,10 @@
  *   struct.begin(); child.append(...); ...; struct.end();   // end() nulls optional children left out
  *   list.begin(); list.element.append(...) x n; list.end();
  *   map.begin(); map.key.append(k); map.value.append(v) x n; map.end();
+ *
+ * NOTE: the fixed-width columns (int, long, float, double) repeat the same few lines on purpose: one class
+ * per typed array keeps each hot `append` monomorphic, where a shared generic base would make its store
+ * into `values` polymorphic across Int32/Float32/Float64 arrays.
  */
 import { isUtf8 } from 'node:buffer';
 import { endianness } from 'node:os';
