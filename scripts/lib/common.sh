@@ -62,7 +62,7 @@ maven_copy_deps() {
     printf '%s\n' "$@"
     echo '</dependencies></project>'
   } > "$dir/pom.xml"
-  mvn -B -q -f "$dir/pom.xml" "$MAVEN_DEPENDENCY_PLUGIN:copy-dependencies" \
+  mvn -B -q -Dstyle.color=never -f "$dir/pom.xml" "$MAVEN_DEPENDENCY_PLUGIN:copy-dependencies" \
     -DoutputDirectory="$dir/lib" -DincludeScope=runtime >&2 || { rm -rf "$dir"; return 1; }
   mark_done "$dir"
 }

@@ -10,7 +10,7 @@ registry_install() {
   local dir; dir=$(registry_home)
   is_done "$dir" && return 0
   rm -rf "$dir" && mkdir -p "$dir/app"
-  mvn -B -q "$MAVEN_DEPENDENCY_PLUGIN:copy" \
+  mvn -B -q -Dstyle.color=never "$MAVEN_DEPENDENCY_PLUGIN:copy" \
     -Dartifact="io.apicurio:apicurio-registry-app:$APICURIO_VERSION:tar.gz:all" \
     -DoutputDirectory="$dir/dist" >&2 || { rm -rf "$dir"; return 1; }
   tar -xzf "$dir"/dist/*.tar.gz -C "$dir/app" || { rm -rf "$dir"; return 1; }

@@ -111,3 +111,14 @@ export async function requireReachable(service: string, hostPort: string, timeou
     });
   });
 }
+
+/** Settings for an S3 client or our S3 store on the stack's S3 (or, given its endpoint, the fault proxy). */
+export function s3Settings(endpoint: string = stackEndpoints().s3Endpoint): {
+  endpoint: string;
+  region: string;
+  forcePathStyle: true;
+  credentials: { accessKeyId: string; secretAccessKey: string };
+} {
+  const e = stackEndpoints();
+  return { endpoint, region: e.s3Region, forcePathStyle: true, credentials: { accessKeyId: e.s3AccessKey, secretAccessKey: e.s3SecretKey } };
+}

@@ -21,7 +21,7 @@ import { S3ObjectStore } from '../../src/upload/s3/store.ts';
 import { buildLayout, DataFileWriter, DEFAULT_WRITE_CONFIG } from '../../src/write/index.ts';
 import type { WriteConfig } from '../../src/write/index.ts';
 import { appendRow } from './rows.ts';
-import { requireReachable, stackEndpoints } from './stack.ts';
+import { requireReachable, stackEndpoints, s3Settings } from './stack.ts';
 import type { Row } from './type-matrix.ts';
 
 export type CatalogKind = 'rest' | 'sql';
@@ -48,12 +48,7 @@ export async function harness(t: TestContext): Promise<Harness> {
   await requireReachable('PostgreSQL', e.postgresUrl.replace(/^postgresql:\/\/[^@]*@/, 'tcp://'));
   const closers: (() => Promise<void>)[] = [];
   const sqlNames: string[] = [];
-  const store = new S3ObjectStore({
-    endpoint: e.s3Endpoint,
-    region: e.s3Region,
-    forcePathStyle: true,
-    credentials: { accessKeyId: e.s3AccessKey, secretAccessKey: e.s3SecretKey },
-  });
+  const store = new S3ObjectStore(s3Settings());
   closers.push(() => store.close());
   t.after(async () => {
     if (sqlNames.length > 0) {

@@ -20,7 +20,7 @@ import { RestCatalog } from '../../src/commit/rest/catalog.ts';
 import { S3ObjectStore } from '../../src/upload/s3/store.ts';
 import { commitIds, emptyAppend } from '../helpers/commits.ts';
 import { readTable } from '../helpers/readers.ts';
-import { requireReachable, stackEndpoints } from '../helpers/stack.ts';
+import { requireReachable, stackEndpoints, s3Settings } from '../helpers/stack.ts';
 
 const schema: Schema = {
   schemaId: 3,
@@ -37,12 +37,7 @@ function env(): Promise<{ catalog: RestCatalog; store: S3ObjectStore }> {
     const e = stackEndpoints();
     await requireReachable('Iceberg REST catalog', e.catalogUri);
     await requireReachable('S3 (moto)', e.s3Endpoint);
-    const store = new S3ObjectStore({
-      endpoint: e.s3Endpoint,
-      region: e.s3Region,
-      forcePathStyle: true,
-      credentials: { accessKeyId: e.s3AccessKey, secretAccessKey: e.s3SecretKey },
-    });
+    const store = new S3ObjectStore(s3Settings());
     return { catalog: new RestCatalog({ uri: e.catalogUri, name: e.catalogName, warehouse: e.catalogWarehouse, requestTimeoutMs: 20_000 }), store };
   })();
   return ctx;

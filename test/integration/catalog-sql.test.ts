@@ -24,7 +24,7 @@ import { LocalObjectStore } from '../../src/upload/local/store.ts';
 import { S3ObjectStore } from '../../src/upload/s3/store.ts';
 import { commitIds, emptyAppend, rowsAppendPlan } from '../helpers/commits.ts';
 import { readTable } from '../helpers/readers.ts';
-import { requireReachable, stackEndpoints } from '../helpers/stack.ts';
+import { requireReachable, stackEndpoints, s3Settings } from '../helpers/stack.ts';
 
 const schema: Schema = {
   schemaId: 0,
@@ -65,13 +65,7 @@ function stack(): Promise<void> {
 }
 
 function s3(): S3ObjectStore {
-  const e = stackEndpoints();
-  const store = new S3ObjectStore({
-    endpoint: e.s3Endpoint,
-    region: e.s3Region,
-    forcePathStyle: true,
-    credentials: { accessKeyId: e.s3AccessKey, secretAccessKey: e.s3SecretKey },
-  });
+  const store = new S3ObjectStore(s3Settings());
   closers.push(() => store.close());
   return store;
 }

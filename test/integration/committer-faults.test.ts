@@ -23,7 +23,7 @@ import { FaultProxy } from '../fault-proxy/client.ts';
 import type { Fault } from '../fault-proxy/client.ts';
 import { commitIds, rowsAppendPlan } from '../helpers/commits.ts';
 import { readTable } from '../helpers/readers.ts';
-import { requireReachable, stackEndpoints } from '../helpers/stack.ts';
+import { requireReachable, stackEndpoints, s3Settings } from '../helpers/stack.ts';
 
 const schema: Schema = { schemaId: 0, fields: [{ id: 1, name: 'id', required: true, type: { kind: 'long' } }] };
 const cleanup: (() => Promise<void>)[] = [];
@@ -37,12 +37,7 @@ async function scenario(fault: Fault): Promise<{ events: CommitEvent['kind'][]; 
   await requireReachable('Fault-injection proxy (catalog route)', e.proxyCatalogUri);
   await requireReachable('Fault-injection proxy (control)', e.proxyControlUrl);
   const proxy = new FaultProxy(e.proxyControlUrl);
-  const store = new S3ObjectStore({
-    endpoint: e.s3Endpoint,
-    region: e.s3Region,
-    forcePathStyle: true,
-    credentials: { accessKeyId: e.s3AccessKey, secretAccessKey: e.s3SecretKey },
-  });
+  const store = new S3ObjectStore(s3Settings());
   cleanup.push(() => store.close());
   const direct = new RestCatalog({ uri: e.catalogUri, warehouse: e.catalogWarehouse });
   const viaProxy = new RestCatalog({ uri: e.proxyCatalogUri, warehouse: e.catalogWarehouse });

@@ -14,18 +14,14 @@ import { RetriableError } from '../../src/core/errors.ts';
 import { S3ObjectStore } from '../../src/upload/s3/store.ts';
 import { FaultProxy } from '../fault-proxy/client.ts';
 import { objectStoreContract } from '../helpers/object-store-contract.ts';
-import { requireReachable, stackEndpoints } from '../helpers/stack.ts';
+import { requireReachable, stackEndpoints, s3Settings } from '../helpers/stack.ts';
 
 const MiB = 1024 * 1024;
 const stores: S3ObjectStore[] = [];
 
 function store(endpoint: string, extra: Partial<ConstructorParameters<typeof S3ObjectStore>[0]> = {}): S3ObjectStore {
-  const e = stackEndpoints();
   const s = new S3ObjectStore({
-    endpoint,
-    region: e.s3Region,
-    forcePathStyle: true,
-    credentials: { accessKeyId: e.s3AccessKey, secretAccessKey: e.s3SecretKey },
+    ...s3Settings(endpoint),
     partSizeBytes: 5 * MiB,
     multipartThresholdBytes: 5 * MiB,
     baseDelayMs: 20,
