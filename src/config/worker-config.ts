@@ -1,0 +1,421 @@
+/**
+ * The standalone worker's configuration, `icefloe standalone <worker.properties> <connector.json>...`
+ * (the shape of Kafka's connect-standalone): the Java `.properties` syntax, the Connect worker keys that
+ * apply to a sink worker (reference/connect-rest.md §3.1), Icefloe's `icefloe.*` worker keys (the
+ * embedded default: a local-filesystem warehouse and a SQLite SQL catalog, in-process coordination), and
+ * the connector files in either shape Connect accepts.
+ *
+ * Owns: parsing and typing the worker file, the worker's default catalog in the connector's
+ * `iceberg.catalog.*` vocabulary, reading connector files.
+ * Must not: read the file system, the environment or the working directory (callers pass text and a base
+ * directory), or print a secret.
+ */
+import { isAbsolute, resolve } from 'node:path';
+import { ConfigError } from '../core/errors.ts';
+import { parseJson } from '../core/json.ts';
+import { ConfigDef, invalidMessage, missingMessage, redactUserInfo, safeProps, validators } from './config-def.ts';
+import type { ParsedConfig } from './config-def.ts';
+import { JSON_CONVERTER, parseConverter } from './converters.ts';
+import type { ConverterConfig } from './converters.ts';
+
+// ---------------------------------------------------------------------------------------------------
+// Java .properties
+// ---------------------------------------------------------------------------------------------------
+
+/**
+ * Parses Java `.properties` text (java.util.Properties.load): `#`/`!` comment lines, `key=value`,
+ * `key: value` and `key value`, backslash escapes (`\t \n \r \f \uXXXX`, `\=`, `\:`, `\ `, `\\`; any
+ * other `\x` is `x`), lines continued by an odd number of trailing backslashes (the next line's leading
+ * whitespace dropped). A later duplicate wins. Text is taken as already decoded (UTF-8 files).
+ */
+export function parseProperties(text: string): Record<string, string> {
+  const out: Record<string, string> = {};
+  const lines = text.split(/\r\n|\r|\n/);
+  for (let i = 0; i < lines.length; i++) {
+    let line = (lines[i] as string).replace(/^[ \t\f]+/, '');
+    if (line === '' || line.startsWith('#') || line.startsWith('!')) continue;
+    while (endsWithContinuation(line) && i + 1 < lines.length) {
+      line = line.slice(0, -1) + (lines[++i] as string).replace(/^[ \t\f]+/, '');
+    }
+    if (endsWithContinuation(line)) line = line.slice(0, -1);
+    // The key ends at the first unescaped '=', ':' or whitespace.
+    let k = 0;
+    while (k < line.length) {
+      const ch = line[k] as string;
+      if (ch === '\\') k += 2;
+      else if (ch === '=' || ch === ':' || ch === ' ' || ch === '\t' || ch === '\f') break;
+      else k++;
+    }
+    const key = line.slice(0, Math.min(k, line.length));
+    let v = k;
+    while (v < line.length && /[ \t\f]/.test(line[v] as string)) v++;
+    if (v < line.length && (line[v] === '=' || line[v] === ':')) v++;
+    while (v < line.length && /[ \t\f]/.test(line[v] as string)) v++;
+    out[unescape(key)] = unescape(line.slice(v));
+  }
+  return out;
+}
+
+function endsWithContinuation(line: string): boolean {
+  let n = 0;
+  for (let j = line.length - 1; j >= 0 && line[j] === '\\'; j--) n++;
+  return n % 2 === 1;
+}
+
+function unescape(s: string): string {
+  let out = '';
+  for (let i = 0; i < s.length; i++) {
+    const ch = s[i] as string;
+    if (ch !== '\\' || i + 1 >= s.length) {
+      out += ch;
+      continue;
+    }
+    const next = s[++i] as string;
+    switch (next) {
+      case 't':
+        out += '\t';
+        break;
+      case 'n':
+        out += '\n';
+        break;
+      case 'r':
+        out += '\r';
+        break;
+      case 'f':
+        out += '\f';
+        break;
+      case 'u': {
+        const hex = s.slice(i + 1, i + 5);
+        if (!/^[0-9a-fA-F]{4}$/.test(hex)) throw new ConfigError(`Malformed \\uxxxx encoding in properties: \\u${hex}`);
+        out += String.fromCharCode(parseInt(hex, 16));
+        i += 4;
+        break;
+      }
+      default:
+        out += next;
+    }
+  }
+  return out;
+}
+
+// ---------------------------------------------------------------------------------------------------
+// Worker keys
+// ---------------------------------------------------------------------------------------------------
+
+const G_WORKER = 'Worker';
+const G_REST = 'REST';
+const G_SECURITY = 'Security';
+const G_ICEFLOE = 'Icefloe';
+
+export const DEFAULT_WAREHOUSE = 'icefloe-data/warehouse';
+export const DEFAULT_CATALOG = 'sqlite:icefloe-data/catalog.db';
+
+const LISTENER = /^(https?):\/\/(\[[0-9a-fA-F:.]+\]|[^\s/:[\]]*):(\d{1,5})$/i;
+
+export const WORKER_CONFIG_DEF: ConfigDef = new ConfigDef()
+  .define({ name: 'bootstrap.servers', type: 'LIST', default: 'localhost:9092', importance: 'HIGH', group: G_WORKER,
+    validator: validators.matches(/^[^\s,]+:\d+$/, 'host:port'),
+    doc: 'Kafka brokers (host:port, comma-separated) for every client of the worker and its connectors.' })
+  .define({ name: 'key.converter', type: 'CLASS', default: JSON_CONVERTER, importance: 'HIGH', group: G_WORKER,
+    doc: 'Default converter for record keys, used by connectors that do not set key.converter; settings under `key.converter.*`.' })
+  .define({ name: 'value.converter', type: 'CLASS', default: JSON_CONVERTER, importance: 'HIGH', group: G_WORKER,
+    doc: 'Default converter for record values, used by connectors that do not set value.converter; settings under `value.converter.*` (e.g. `value.converter.schema.registry.url`).' })
+  .define({ name: 'header.converter', type: 'CLASS', default: 'org.apache.kafka.connect.storage.SimpleHeaderConverter', importance: 'LOW', group: G_WORKER,
+    doc: 'Default converter for header values.' })
+  .definePrefix({ prefix: 'key.converter.', group: G_WORKER, doc: 'Settings of the worker\'s key converter.' })
+  .definePrefix({ prefix: 'value.converter.', group: G_WORKER, doc: 'Settings of the worker\'s value converter.' })
+  .define({ name: 'task.shutdown.graceful.timeout.ms', type: 'LONG', default: '5000', importance: 'LOW', group: G_WORKER, validator: validators.range(0),
+    doc: 'How long a stopping task may take to finish or abandon its commit cycle before it is killed.' })
+  .define({ name: 'connector.client.config.override.policy', type: 'STRING', default: 'All', importance: 'MEDIUM', group: G_WORKER,
+    validator: validators.oneOf(['All', 'None', 'Principal']),
+    doc: 'Which `consumer.override.*`/`producer.override.*`/`admin.override.*` keys connectors may set: All, None, or Principal (only SASL/security keys).' })
+  .define({ name: 'offset.flush.interval.ms', type: 'LONG', default: '60000', importance: 'LOW', group: G_WORKER, validator: validators.range(0),
+    doc: 'Ignored: Icefloe commits sink offsets in each commit cycle\'s transaction (iceberg.control.commit.interval-ms), as the Apache Iceberg sink does. Accepted so connect-standalone files load.' })
+  .define({ name: 'offset.storage.file.filename', type: 'STRING', default: null, importance: 'LOW', group: G_WORKER,
+    doc: 'Ignored: standalone sink offsets live in the consumer group connect-<name>, not in a file. Accepted so connect-standalone files load.' })
+  .define({ name: 'plugin.path', type: 'LIST', default: null, importance: 'LOW', group: G_WORKER,
+    doc: 'Ignored: Icefloe\'s connector, converters and transforms are built in.' })
+  .define({ name: 'config.providers', type: 'LIST', default: '', importance: 'LOW', group: G_WORKER,
+    doc: 'Config providers (`${file:...}`, `${env:...}`). Not supported yet: references stay unresolved, so the worker warns when this is set.' })
+  .define({ name: 'listeners', type: 'LIST', default: 'http://:8083', importance: 'LOW', group: G_REST,
+    validator: validators.matches(LISTENER, 'a listener URL protocol://host:port (host may be empty)'),
+    doc: 'REST API listeners, `http://host:port` (empty host: all interfaces).' })
+  .define({ name: 'rest.advertised.host.name', type: 'STRING', default: null, importance: 'LOW', group: G_REST,
+    doc: 'Host name other workers and statuses (worker_id) use for this worker; default: the listener\'s host.' })
+  .define({ name: 'rest.advertised.port', type: 'INT', default: null, importance: 'LOW', group: G_REST, validator: validators.range(1, 65535),
+    doc: 'Port advertised with rest.advertised.host.name; default: the listener\'s port.' })
+  .define({ name: 'rest.advertised.listener', type: 'STRING', default: null, importance: 'LOW', group: G_REST, validator: validators.oneOf(['http', 'https']),
+    doc: 'Which listener protocol to advertise.' })
+  .define({ name: 'security.protocol', type: 'STRING', default: 'PLAINTEXT', importance: 'MEDIUM', group: G_SECURITY,
+    validator: validators.oneOf(['PLAINTEXT', 'SSL', 'SASL_PLAINTEXT', 'SASL_SSL'], { caseInsensitive: true }),
+    doc: 'Protocol of the worker\'s Kafka clients; passed, with `sasl.*` and `ssl.*`, to every Kafka client of the worker and its connectors.' })
+  .definePrefix({ prefix: 'sasl.', group: G_SECURITY, doc: 'SASL settings of the Kafka clients (`sasl.mechanism`, `sasl.jaas.config` — a secret, `sasl.username`, `sasl.password`).' })
+  .definePrefix({ prefix: 'ssl.', group: G_SECURITY, doc: 'TLS settings of the Kafka clients (`ssl.ca.location`, `ssl.truststore.location`, `ssl.key.password` — a secret, ...).' })
+  .definePrefix({ prefix: 'consumer.', group: G_SECURITY, doc: 'Worker-wide defaults for connector consumers (applied before consumer.override.*).' })
+  .definePrefix({ prefix: 'producer.', group: G_SECURITY, doc: 'Worker-wide defaults for connector producers.' })
+  .definePrefix({ prefix: 'admin.', group: G_SECURITY, doc: 'Worker-wide defaults for admin clients.' })
+  .define({ name: 'icefloe.warehouse', type: 'STRING', default: DEFAULT_WAREHOUSE, importance: 'HIGH', group: G_ICEFLOE, validator: validators.nonEmpty(),
+    doc: 'Warehouse of the worker\'s default catalog: a local directory (relative to the worker\'s working directory) or an `s3://bucket/prefix` location. Used by connectors that set no iceberg.catalog.* properties.' })
+  .define({ name: 'icefloe.catalog', type: 'STRING', default: DEFAULT_CATALOG, importance: 'HIGH', group: G_ICEFLOE,
+    validator: validators.custom('sqlite:<file>, jdbc:sqlite:<file>, jdbc:postgresql://..., http(s)://... or none', (v) => (typeof v === 'string' ? workerCatalogProblem(v) : undefined)),
+    doc: 'The worker\'s default catalog, used by connectors that set no iceberg.catalog.* properties: `sqlite:<file>` (embedded SQL catalog in a SQLite file), `jdbc:postgresql://host/db` (SQL catalog on PostgreSQL), `http(s)://...` (REST catalog), or `none` (every connector names its catalog).' })
+  .definePrefix({ prefix: 'icefloe.catalog.', group: G_ICEFLOE,
+    doc: 'Extra properties of the worker\'s default catalog, in the iceberg.catalog.* vocabulary (`s3.endpoint`, `s3.access-key-id`, `s3.secret-access-key`, `client.region`, `token`, `jdbc.user`, `jdbc.password`).' })
+  .define({ name: 'icefloe.tasks.mode', type: 'STRING', default: 'process', importance: 'MEDIUM', group: G_ICEFLOE, validator: validators.oneOf(['process', 'in-process']),
+    doc: 'Run each task as a child process (N tasks use N cores; the native Kafka client does not load in worker threads) or all tasks in the worker process (one core; simplest to debug).' })
+  .define({ name: 'icefloe.coordination', type: 'STRING', default: 'embedded', importance: 'MEDIUM', group: G_ICEFLOE, validator: validators.oneOf(['embedded', 'redis']),
+    doc: 'Where committer election and commit jobs live: embedded (in the worker process, standalone) or redis (leases and queues shared by several workers).' })
+  .define({ name: 'icefloe.redis.url', type: 'STRING', default: null, importance: 'MEDIUM', group: G_ICEFLOE,
+    doc: 'Redis URL (`redis://host:6379/0`) when icefloe.coordination=redis; a password in it is redacted in logs.' });
+
+/** Why a worker `icefloe.catalog` value is unusable, or undefined. */
+function workerCatalogProblem(v: string): string | undefined {
+  if (v === 'none' || /^(jdbc:)?sqlite:.+/.test(v) || /^(jdbc:)?postgresql:\/\/.+/.test(v) || /^https?:\/\/[^\s/]+/.test(v)) return undefined;
+  return 'Expected sqlite:<file>, jdbc:postgresql://host/db, an http(s) REST catalog URL, or none';
+}
+
+export type WorkerCatalog =
+  | { readonly kind: 'sqlite'; readonly path: string }
+  | { readonly kind: 'postgresql'; readonly uri: string }
+  | { readonly kind: 'rest'; readonly uri: string }
+  | { readonly kind: 'none' };
+
+export interface Listener {
+  readonly protocol: 'http' | 'https';
+  /** '' means every interface. */
+  readonly host: string;
+  readonly port: number;
+}
+
+export interface WorkerConfig {
+  readonly bootstrapServers: readonly string[];
+  readonly keyConverter: ConverterConfig;
+  readonly valueConverter: ConverterConfig;
+  readonly headerConverter: string;
+  readonly listeners: readonly Listener[];
+  readonly advertised: { readonly host: string | null; readonly port: number | null; readonly listener: 'http' | 'https' | null };
+  readonly taskShutdownTimeoutMs: number;
+  readonly overridePolicy: 'All' | 'None' | 'Principal';
+  /** `security.protocol`, `sasl.*`, `ssl.*` (full key names), for every Kafka client; JSON/inspect redact secrets. */
+  readonly clientSecurity: Readonly<Record<string, string>>;
+  readonly consumerProps: Readonly<Record<string, string>>;
+  readonly producerProps: Readonly<Record<string, string>>;
+  readonly adminProps: Readonly<Record<string, string>>;
+  /** Absolute directory, or an s3:// location. */
+  readonly warehouse: string;
+  readonly catalog: WorkerCatalog;
+  /** The default catalog in the connector's iceberg.catalog.* vocabulary; undefined with icefloe.catalog=none. */
+  readonly defaultCatalogProps: Readonly<Record<string, string>> | undefined;
+  readonly tasksMode: 'process' | 'in-process';
+  readonly coordination: { readonly kind: 'embedded' } | { readonly kind: 'redis'; readonly url: string };
+  readonly secretKeys: readonly string[];
+  readonly warnings: readonly string[];
+  stored(): Record<string, string>;
+  redacted(): Record<string, string>;
+}
+
+export interface WorkerParseOptions {
+  /** Directory relative paths (warehouse, SQLite file) are resolved against: the worker's working directory. */
+  readonly baseDir: string;
+}
+
+export interface WorkerValidation {
+  readonly config: WorkerConfig | null;
+  readonly errors: ReadonlyMap<string, readonly string[]>;
+  readonly errorCount: number;
+  readonly warnings: readonly string[];
+  redacted(): Record<string, string>;
+}
+
+/** Validates worker properties (already a map), collecting every problem. */
+export function validateWorkerConfig(props: Readonly<Record<string, string>>, options: WorkerParseOptions): WorkerValidation {
+  const parsed = WORKER_CONFIG_DEF.parse(props);
+  const config = buildWorker(parsed, options);
+  return Object.freeze({
+    config: parsed.errorCount === 0 ? config : null,
+    errors: parsed.errors(),
+    errorCount: parsed.errorCount,
+    warnings: parsed.warnings,
+    redacted: () => parsed.redacted(),
+  });
+}
+
+/** Parses a worker `.properties` text or throws one ConfigError listing every problem. */
+export function parseWorkerProperties(text: string, options: WorkerParseOptions): WorkerConfig {
+  const v = validateWorkerConfig(parseProperties(text), options);
+  if (v.config !== null) return v.config;
+  const lines = [...v.errors].flatMap(([, errs]) => errs);
+  throw new ConfigError(`worker config: ${v.errorCount} configuration error(s): ${lines.join('; ')}`, { context: { errors: Object.fromEntries(v.errors) } });
+}
+
+function buildWorker(p: ParsedConfig, options: WorkerParseOptions): WorkerConfig {
+  const converter = (key: 'key.converter' | 'value.converter'): ConverterConfig => {
+    const className = p.string(key) ?? JSON_CONVERTER;
+    const r = parseConverter(key, className, p.prefixed(`${key}.`));
+    for (const e of r.errors) p.addError(key, e.message); // worker errors are reported per worker key
+    return r.converter ?? (parseConverter(key, JSON_CONVERTER, {}).converter as ConverterConfig);
+  };
+  const keyConverter = converter('key.converter');
+  const valueConverter = converter('value.converter');
+
+  const listeners = (p.list('listeners') ?? []).flatMap((l): Listener[] => {
+    const m = LISTENER.exec(l);
+    if (m === null) return [];
+    const port = Number(m[3]);
+    if (port < 1 || port > 65535) p.addError('listeners', invalidMessage('listeners', l, 'Port must be between 1 and 65535'));
+    return [{ protocol: (m[1] as string).toLowerCase() as 'http' | 'https', host: (m[2] as string).replace(/^\[|\]$/g, ''), port }];
+  });
+  if (listeners.some((l) => l.protocol === 'https')) {
+    p.addError('listeners', invalidMessage('listeners', (p.list('listeners') ?? []).join(','), 'https listeners are not supported yet; terminate TLS in front of the worker'));
+  }
+
+  for (const [key, note] of [
+    ['offset.flush.interval.ms', 'sink offsets are committed in each commit cycle\'s transaction'],
+    ['offset.storage.file.filename', 'standalone sink offsets live in the consumer group connect-<name>'],
+    ['plugin.path', 'the connector, converters and transforms are built in'],
+  ] as const) {
+    if (p.has(key)) p.addWarning(`${key} is ignored: ${note}`);
+  }
+  if ((p.list('config.providers') ?? []).length > 0) p.addWarning('config.providers is not supported yet: ${provider:...} references in connector configs stay unresolved');
+
+  const clientSecurity: Record<string, string> = { 'security.protocol': (p.string('security.protocol') ?? 'PLAINTEXT').toUpperCase() };
+  for (const prefix of ['sasl.', 'ssl.']) for (const [k, v] of Object.entries(p.prefixed(prefix))) clientSecurity[prefix + k] = v;
+
+  const rawWarehouse = p.string('icefloe.warehouse') ?? DEFAULT_WAREHOUSE;
+  const warehouse = /^s3a?:\/\//.test(rawWarehouse) ? rawWarehouse : rawWarehouse.startsWith('file:') ? rawWarehouse : resolvePath(options.baseDir, rawWarehouse);
+  const rawCatalog = p.string('icefloe.catalog') ?? DEFAULT_CATALOG;
+  let catalog: WorkerCatalog = { kind: 'none' };
+  const sqlite = /^(?:jdbc:)?sqlite:(.+)$/.exec(rawCatalog);
+  if (sqlite !== null) catalog = { kind: 'sqlite', path: resolvePath(options.baseDir, sqlite[1] as string) };
+  else if (/^(jdbc:)?postgresql:\/\//.test(rawCatalog)) catalog = { kind: 'postgresql', uri: rawCatalog.startsWith('jdbc:') ? rawCatalog : `jdbc:${rawCatalog}` };
+  else if (/^https?:\/\//.test(rawCatalog)) catalog = { kind: 'rest', uri: rawCatalog };
+  const extra = p.prefixed('icefloe.catalog.');
+  const location = warehouse.startsWith('/') ? `file://${warehouse}` : warehouse;
+  let defaultCatalogProps: Record<string, string> | undefined;
+  switch (catalog.kind) {
+    case 'sqlite':
+      defaultCatalogProps = { type: 'sql', uri: `jdbc:sqlite:${catalog.path}`, warehouse: location, ...extra };
+      break;
+    case 'postgresql':
+      defaultCatalogProps = { type: 'sql', uri: catalog.uri, warehouse: location, ...extra };
+      break;
+    case 'rest':
+      // A REST catalog's warehouse is the server's identifier, not our directory: only icefloe.catalog.warehouse sets it.
+      defaultCatalogProps = { type: 'rest', uri: catalog.uri, ...extra };
+      break;
+    case 'none':
+      defaultCatalogProps = undefined;
+  }
+
+  const coordinationKind = p.string('icefloe.coordination') === 'redis' ? 'redis' : 'embedded';
+  const redisUrl = p.string('icefloe.redis.url');
+  if (coordinationKind === 'redis' && (redisUrl === null || redisUrl === '')) p.addError('icefloe.redis.url', missingMessage('icefloe.redis.url') + ' (icefloe.coordination=redis)');
+  else if (redisUrl !== null && redisUrl !== '' && !/^rediss?:\/\/.+/.test(redisUrl)) p.addError('icefloe.redis.url', invalidMessage('icefloe.redis.url', redactUserInfo(redisUrl), 'Expected redis://host:port[/db]'));
+
+  for (const key of Object.keys(p.unknown)) {
+    if (key.startsWith('icefloe.')) p.addWarning(`${key} is not a known worker key; it is kept but not used`);
+  }
+
+  const stored = (): Record<string, string> => ({ ...p.original });
+  return Object.freeze({
+    bootstrapServers: p.list('bootstrap.servers') ?? [],
+    keyConverter,
+    valueConverter,
+    headerConverter: p.string('header.converter') ?? '',
+    listeners: Object.freeze(listeners),
+    advertised: Object.freeze({
+      host: p.string('rest.advertised.host.name'),
+      port: p.number('rest.advertised.port'),
+      listener: (p.string('rest.advertised.listener') as 'http' | 'https' | null) ?? null,
+    }),
+    taskShutdownTimeoutMs: p.number('task.shutdown.graceful.timeout.ms') ?? 5000,
+    overridePolicy: (p.string('connector.client.config.override.policy') ?? 'All') as 'All' | 'None' | 'Principal',
+    clientSecurity: safeProps(clientSecurity),
+    consumerProps: p.prefixed('consumer.'),
+    producerProps: p.prefixed('producer.'),
+    adminProps: p.prefixed('admin.'),
+    warehouse,
+    catalog: Object.freeze(catalog),
+    defaultCatalogProps: defaultCatalogProps === undefined ? undefined : safeProps(defaultCatalogProps, 'iceberg.catalog.'),
+    tasksMode: p.string('icefloe.tasks.mode') === 'in-process' ? 'in-process' : 'process',
+    coordination: coordinationKind === 'redis' ? Object.freeze({ kind: 'redis' as const, url: redisUrl ?? '' }) : Object.freeze({ kind: 'embedded' as const }),
+    secretKeys: p.secretKeys(),
+    warnings: p.warnings,
+    stored,
+    redacted: () => p.redacted(),
+  });
+}
+
+function resolvePath(baseDir: string, path: string): string {
+  const plain = path.startsWith('file://') ? path.slice('file://'.length) : path;
+  return isAbsolute(plain) ? plain : resolve(baseDir, plain);
+}
+
+// ---------------------------------------------------------------------------------------------------
+// Connector files
+// ---------------------------------------------------------------------------------------------------
+
+export interface ConnectorFile {
+  readonly name: string;
+  /** The config as Connect stores it: the file's values as strings, with `name` included. */
+  readonly config: Readonly<Record<string, string>>;
+  readonly initialState: 'RUNNING' | 'PAUSED' | 'STOPPED';
+}
+
+/**
+ * Reads a connector file in either shape Connect accepts: `{"name": …, "config": {…}, "initial_state"?}`
+ * (the REST create request) or a flat map with `name` (connect-standalone); a `.properties` file is
+ * the flat map in properties syntax. Scalars are kept as strings the way Connect's JSON reader coerces
+ * them (`"tasks.max": 2` → "2"); objects, arrays and nulls are errors.
+ */
+export function parseConnectorFile(text: string, fileName: string): ConnectorFile {
+  if (fileName.endsWith('.properties')) return fromFlat(parseProperties(text), fileName);
+  let doc: unknown;
+  try {
+    doc = parseJson(text);
+  } catch (e) {
+    throw new ConfigError(`${fileName}: not valid JSON (${(e as Error).message})`, { cause: e });
+  }
+  if (typeof doc !== 'object' || doc === null || Array.isArray(doc)) throw new ConfigError(`${fileName}: expected a JSON object`);
+  const obj = doc as Record<string, unknown>;
+  if ('config' in obj) {
+    const config = obj.config;
+    if (typeof config !== 'object' || config === null || Array.isArray(config)) throw new ConfigError(`${fileName}: "config" must be an object of strings`);
+    const extra = Object.keys(obj).filter((k) => k !== 'name' && k !== 'config' && k !== 'initial_state');
+    if (extra.length > 0) throw new ConfigError(`${fileName}: unexpected field(s) ${extra.join(', ')} beside "name" and "config"`);
+    const strings = toStrings(config as Record<string, unknown>, fileName);
+    const name = typeof obj.name === 'string' ? obj.name.trim() : undefined;
+    if (name === undefined || name === '') {
+      if (strings.name === undefined) throw new ConfigError(`${fileName}: the connector has no "name"`);
+    } else if (strings.name !== undefined && strings.name !== name) {
+      // Kafka's ConnectorsResource text.
+      throw new ConfigError(`${fileName}: Connector name configuration (${strings.name}) doesn't match connector name in the URL (${name})`);
+    }
+    const config2 = strings.name === undefined && name !== undefined ? { ...strings, name } : strings;
+    return Object.freeze({ name: config2.name as string, config: Object.freeze(config2), initialState: initialState(obj.initial_state, fileName) });
+  }
+  return fromFlat(toStrings(obj, fileName), fileName);
+}
+
+function fromFlat(map: Record<string, string>, fileName: string): ConnectorFile {
+  const name = map.name?.trim();
+  if (name === undefined || name === '') throw new ConfigError(`${fileName}: the connector has no "name"`);
+  return Object.freeze({ name, config: Object.freeze(map), initialState: 'RUNNING' });
+}
+
+function toStrings(obj: Record<string, unknown>, fileName: string): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const [k, v] of Object.entries(obj)) {
+    if (typeof v === 'string') out[k] = v;
+    else if (typeof v === 'number' || typeof v === 'bigint' || typeof v === 'boolean') out[k] = String(v);
+    else throw new ConfigError(`${fileName}: the value of ${k} must be a string (Connect configs are strings), got ${v === null ? 'null' : Array.isArray(v) ? 'an array' : typeof v}`);
+  }
+  return out;
+}
+
+function initialState(v: unknown, fileName: string): 'RUNNING' | 'PAUSED' | 'STOPPED' {
+  if (v === undefined || v === null) return 'RUNNING';
+  const s = typeof v === 'string' ? v.trim().toUpperCase() : '';
+  if (s === 'RUNNING' || s === 'PAUSED' || s === 'STOPPED') return s;
+  throw new ConfigError(`${fileName}: initial_state must be RUNNING, PAUSED or STOPPED, got ${JSON.stringify(v)}`);
+}

@@ -1,0 +1,373 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { HIDDEN } from '../../../src/config/config-def.ts';
+import {
+  CONNECTOR_CONFIG_DEF,
+  MESSAGES,
+  parseConnectorConfig,
+  partitionBySyntaxProblem,
+  splitPartitionBy,
+  validateConnectorConfig,
+} from '../../../src/config/connector-config.ts';
+import { ConfigError } from '../../../src/core/errors.ts';
+
+const BASE: Readonly<Record<string, string>> = {
+  name: 'orders',
+  'connector.class': 'org.apache.iceberg.connect.IcebergSinkConnector',
+  topics: 'orders',
+  'iceberg.tables': 'sales.orders',
+  'iceberg.catalog.type': 'rest',
+  'iceberg.catalog.uri': 'http://127.0.0.1:8181',
+};
+
+function without(raw: Readonly<Record<string, string>>, ...keys: string[]): Record<string, string> {
+  return Object.fromEntries(Object.entries(raw).filter(([k]) => !keys.includes(k)));
+}
+
+function errorsOf(raw: Record<string, string>, options = {}): Record<string, readonly string[]> {
+  return Object.fromEntries(validateConnectorConfig(raw, options).errors);
+}
+
+test('a minimal config gets the Apache sink\'s defaults', () => {
+  const c = parseConnectorConfig(BASE);
+  assert.equal(c.name, 'orders');
+  assert.equal(c.tasksMax, 1);
+  assert.deepEqual(c.topics, { kind: 'list', topics: ['orders'] });
+  assert.equal(c.groupId, 'connect-orders');
+  assert.deepEqual(c.tables.routing, { kind: 'all', tables: ['sales.orders'] });
+  assert.equal(c.tables.autoCreate, false);
+  assert.equal(c.tables.evolveSchema, false);
+  assert.equal(c.tables.forceOptional, false);
+  assert.equal(c.tables.caseInsensitive, false);
+  assert.equal(c.tables.unrouted, 'fail');
+  assert.deepEqual(c.tables.kafkaMetadata, { columns: [], prefix: '_kafka_metadata_' });
+  assert.deepEqual(c.tables.settings('sales.orders'), { commitBranch: 'main', idColumns: [], partitionBy: '', routeRegex: null });
+  assert.equal(c.control.topic, 'control-iceberg');
+  assert.equal(c.control.commitIntervalMs, 300000);
+  assert.equal(c.control.commitTimeoutMs, 30000);
+  assert.equal(c.control.commitThreads, null);
+  assert.equal(c.control.topicRetentionMs, 7 * 24 * 3600 * 1000);
+  assert.equal(c.control.topicReplicationFactor, -1);
+  assert.deepEqual(c.commit, { intervalMs: 300000, maxBytes: null, maxRecords: null });
+  assert.equal(c.catalog.name, 'iceberg');
+  assert.equal(c.catalog.type, 'rest');
+  assert.equal(c.catalog.fromWorker, false);
+  assert.deepEqual(c.errors, { tolerance: 'none', retryTimeoutMs: 0, retryDelayMaxMs: 60000, logEnable: false, logIncludeMessages: false, dlq: null });
+  assert.equal(c.keyConverter, null);
+  assert.equal(c.valueConverter, null);
+  assert.deepEqual(c.warnings, []);
+});
+
+test('the typed result is immutable and echoes the stored map exactly', () => {
+  const raw = { ...BASE, 'tasks.max': ' 2 ', 'some.plugin.key': 'kept' };
+  const c = parseConnectorConfig(raw);
+  assert.ok(Object.isFrozen(c) && Object.isFrozen(c.tables) && Object.isFrozen(c.control) && Object.isFrozen(c.catalog.props));
+  assert.throws(() => {
+    (c as { tasksMax: number }).tasksMax = 5;
+  }, TypeError);
+  assert.deepEqual(c.stored(), raw);
+  assert.notEqual(c.stored(), c.stored());
+  assert.equal(c.tasksMax, 2);
+});
+
+test('connector.class: the Apache, Tabular and Icefloe names and Connect\'s simple aliases', () => {
+  for (const cls of ['org.apache.iceberg.connect.IcebergSinkConnector', 'io.tabular.iceberg.connect.IcebergSinkConnector', 'io.icefloe.connect.IcefloeSinkConnector', 'IcebergSinkConnector', 'IcebergSink']) {
+    assert.deepEqual(errorsOf({ ...BASE, 'connector.class': cls }), {}, cls);
+  }
+  assert.match(errorsOf({ ...BASE, 'connector.class': 'com.example.S3Sink' })['connector.class']?.[0] ?? '', /^Failed to find any class that implements Connector and which name matches com\.example\.S3Sink/);
+});
+
+test('the Java sink\'s table rules, with its messages', () => {
+  const noTables = without(BASE, 'iceberg.tables');
+  assert.deepEqual(errorsOf(noTables), { 'iceberg.tables': [MESSAGES.noTables] });
+  assert.equal(MESSAGES.noTables, 'Must specify table name(s)');
+  assert.deepEqual(errorsOf({ ...BASE, 'iceberg.tables.dynamic-enabled': 'true', 'iceberg.tables.route-field': 'db' }), {
+    'iceberg.tables': ['Cannot specify both static and dynamic table names'],
+  });
+  assert.deepEqual(errorsOf({ ...noTables, 'iceberg.tables.dynamic-enabled': 'true' }), {
+    'iceberg.tables.route-field': ['Must specify a route field if using dynamic table names'],
+  });
+  const noCatalog = without(BASE, 'iceberg.catalog.type', 'iceberg.catalog.uri');
+  assert.deepEqual(errorsOf(noCatalog), { 'iceberg.catalog': ['Must specify Iceberg catalog properties'] });
+});
+
+test('every problem is reported at once, not just the first', () => {
+  const v = validateConnectorConfig({ 'connector.class': 'IcebergSink', 'tasks.max': '0', 'iceberg.tables.dynamic-enabled': 'yes' });
+  assert.equal(v.config, null);
+  assert.deepEqual([...v.errors.keys()].sort(), ['iceberg.catalog', 'iceberg.tables', 'iceberg.tables.dynamic-enabled', 'name', 'tasks.max', 'topics', 'topics.regex']);
+  assert.equal(v.errorCount, 8 - 1, 'both topics keys, one each for the rest');
+  assert.throws(() => parseConnectorConfig({ name: 'x' }), (e: unknown) => e instanceof ConfigError && /connector x: \d+ configuration error/.test(e.message));
+});
+
+test('topics and topics.regex: exactly one, errors on both keys, regex matches whole names', () => {
+  const none = without(BASE, 'topics');
+  assert.deepEqual(errorsOf(none), { topics: [MESSAGES.topicsNone], 'topics.regex': [MESSAGES.topicsNone] });
+  assert.deepEqual(errorsOf({ ...BASE, 'topics.regex': 'o.*' }), { topics: [MESSAGES.topicsBoth], 'topics.regex': [MESSAGES.topicsBoth] });
+  const c = parseConnectorConfig({ ...none, 'topics.regex': 'orders-.*' });
+  assert.ok(c.topics.kind === 'regex');
+  assert.ok(c.topics.regex.test('orders-eu') && !c.topics.regex.test('x-orders-eu'));
+  assert.match(errorsOf({ ...none, 'topics.regex': '(' })['topics.regex']?.[0] ?? '', /^Invalid value \( for configuration topics.regex: Not a valid regular expression/);
+  assert.match(errorsOf({ ...BASE, topics: 'a,b,a' }).topics?.[0] ?? '', /listed twice/);
+});
+
+test('the dead-letter topic may not be consumed', () => {
+  assert.deepEqual(errorsOf({ ...BASE, 'errors.deadletterqueue.topic.name': 'orders' }), {
+    'errors.deadletterqueue.topic.name': ["The DLQ topic 'orders' may not be included in the list of topics ('topics=[orders]') consumed by the connector"],
+  });
+  const none = without(BASE, 'topics');
+  assert.equal(errorsOf({ ...none, 'topics.regex': 'ord.*', 'errors.deadletterqueue.topic.name': 'orders-dlq' })['errors.deadletterqueue.topic.name']?.length, 1);
+  const c = parseConnectorConfig({ ...BASE, 'errors.tolerance': 'ALL', 'errors.deadletterqueue.topic.name': 'dlq', 'errors.deadletterqueue.context.headers.enable': 'true' });
+  assert.equal(c.errors.tolerance, 'all');
+  assert.deepEqual(c.errors.dlq, { topic: 'dlq', replicationFactor: 3, contextHeaders: true });
+});
+
+test('partition-by: syntax is checked here (default and per table), comma-splitting outside parentheses', () => {
+  assert.deepEqual(splitPartitionBy('bucket(id, 4), days(ts) ,region'), ['bucket(id, 4)', 'days(ts)', 'region']);
+  assert.deepEqual(splitPartitionBy(''), []);
+  for (const ok of ['day(order_ts), bucket(customer_id, 16)', 'region', 'truncate(name, 4)', 'bucket(16, id)', 'hours(ts)', 'identity(a.b)']) {
+    assert.equal(partitionBySyntaxProblem(ok), undefined, ok);
+  }
+  const bad: [string, RegExp][] = [
+    ['day(ts', /Unbalanced/],
+    ['day(ts))', /Unbalanced/],
+    ['bucket(id)', /takes a column and a positive integer/],
+    ['bucket(id, 0)', /not a positive int/],
+    ['bucket(id, x)', /takes a column and a positive integer/],
+    ['minute(ts)', /unknown transform minute/],
+    ['day(a, b)', /takes one column/],
+    ['a,,b', /Empty term/],
+    ['day()', /Malformed/],
+  ];
+  for (const [spec, re] of bad) assert.match(partitionBySyntaxProblem(spec) ?? '', re, spec);
+  assert.match(errorsOf({ ...BASE, 'iceberg.tables.default-partition-by': 'day(ts' })['iceberg.tables.default-partition-by']?.[0] ?? '', /^Invalid value day\(ts for configuration iceberg.tables.default-partition-by: Unbalanced/);
+  assert.match(errorsOf({ ...BASE, 'iceberg.table.sales.orders.partition-by': 'month(ts), bucket(id)' })['iceberg.table.sales.orders.partition-by']?.[0] ?? '', /bucket takes a column/);
+});
+
+test('per-table settings override the defaults; table names may contain dots', () => {
+  const c = parseConnectorConfig({
+    ...BASE,
+    'iceberg.tables': 'sales.orders,sales.returns',
+    'iceberg.tables.default-commit-branch': 'staging',
+    'iceberg.tables.default-id-columns': 'id',
+    'iceberg.tables.default-partition-by': 'day(ts)',
+    'iceberg.table.sales.orders.partition-by': 'day(order_ts), bucket(customer_id, 16)',
+    'iceberg.table.sales.orders.id-columns': 'order_id, line',
+    'iceberg.table.sales.orders.commit-branch': 'main',
+  });
+  assert.deepEqual(c.tables.settings('sales.orders'), { commitBranch: 'main', idColumns: ['order_id', 'line'], partitionBy: 'day(order_ts), bucket(customer_id, 16)', routeRegex: null });
+  assert.deepEqual(c.tables.settings('sales.returns'), { commitBranch: 'staging', idColumns: ['id'], partitionBy: 'day(ts)', routeRegex: null });
+  const w = validateConnectorConfig({ ...BASE, 'iceberg.table.sales.other.partition-by': 'day(ts)', 'iceberg.table.sales.orders.sort-by': 'x' });
+  assert.equal(w.errorCount, 0);
+  assert.ok(w.warnings.some((m) => /sales.other is not in iceberg.tables/.test(m)));
+  assert.ok(w.warnings.some((m) => /iceberg.table.sales.orders.sort-by is not an Iceberg sink key/.test(m)));
+});
+
+test('routing: static fan-out by route-regex (whole match) and dynamic by field', () => {
+  const c = parseConnectorConfig({
+    ...BASE,
+    'iceberg.tables': 'sales.eu,sales.us,sales.none',
+    'iceberg.tables.route-field': 'region',
+    'iceberg.table.sales.eu.route-regex': 'eu-.*',
+    'iceberg.table.sales.us.route-regex': 'us-.*',
+  });
+  assert.ok(c.tables.routing.kind === 'regex');
+  assert.equal(c.tables.routing.field, 'region');
+  assert.deepEqual(c.tables.routing.routes.map((r) => r.table), ['sales.eu', 'sales.us']);
+  assert.ok(c.tables.routing.routes[0]?.regex.test('eu-west') && !c.tables.routing.routes[0]?.regex.test('xeu-west'));
+  assert.ok(c.warnings.some((m) => /sales.none receives no records/.test(m)));
+  assert.match(errorsOf({ ...BASE, 'iceberg.tables.route-field': 'r', 'iceberg.table.sales.orders.route-regex': '[' })['iceberg.table.sales.orders.route-regex']?.[0] ?? '', /Not a valid regular expression/);
+
+  const rest = without(BASE, 'iceberg.tables');
+  const d = parseConnectorConfig({ ...rest, 'iceberg.tables.dynamic-enabled': 'true', 'iceberg.tables.route-field': 'meta.table', 'icefloe.tables.unrouted': 'skip' });
+  assert.deepEqual(d.tables.routing, { kind: 'dynamic', field: 'meta.table' });
+  assert.equal(d.tables.unrouted, 'skip');
+  assert.match(errorsOf({ ...BASE, 'icefloe.tables.unrouted': 'dlq' })['icefloe.tables.unrouted']?.[0] ?? '', /String must be one of: fail, skip/);
+  assert.ok(validateConnectorConfig({ ...BASE, 'iceberg.table.sales.orders.route-regex': 'x' }).warnings.some((m) => /route-regex is ignored/.test(m)));
+});
+
+test('icefloe keys: commit triggers, metadata columns, control topic', () => {
+  const c = parseConnectorConfig({
+    ...BASE,
+    'icefloe.commit.max-bytes': '134217728',
+    'icefloe.commit.max-records': '100000',
+    'icefloe.tables.kafka-metadata-columns': 'topic, partition,offset,timestamp,key,headers',
+    'icefloe.tables.kafka-metadata-prefix': '_k_',
+    'icefloe.control.topic.partitions': '3',
+    'icefloe.control.topic.replication.factor': '3',
+    'icefloe.control.topic.retention-ms': '-1',
+  });
+  assert.deepEqual(c.commit, { intervalMs: 300000, maxBytes: 134217728, maxRecords: 100000 });
+  assert.deepEqual(c.tables.kafkaMetadata, { columns: ['topic', 'partition', 'offset', 'timestamp', 'key', 'headers'], prefix: '_k_' });
+  assert.equal(c.control.topicPartitions, 3);
+  assert.equal(c.control.topicRetentionMs, -1);
+  const errs = errorsOf({
+    ...BASE,
+    'icefloe.commit.max-bytes': '0',
+    'icefloe.tables.kafka-metadata-columns': 'topic,offsett',
+    'icefloe.tables.kafka-metadata-prefix': '1bad',
+    'icefloe.control.topic.replication.factor': '0',
+    'iceberg.control.commit.interval-ms': '3600000',
+    'icefloe.control.topic.retention-ms': '7200000',
+  });
+  assert.deepEqual(Object.keys(errs).sort(), [
+    'icefloe.commit.max-bytes',
+    'icefloe.control.topic.replication.factor',
+    'icefloe.control.topic.retention-ms',
+    'icefloe.tables.kafka-metadata-columns',
+    'icefloe.tables.kafka-metadata-prefix',
+  ]);
+  assert.match(errs['icefloe.control.topic.retention-ms']?.[0] ?? '', /at least 10 × iceberg.control.commit.interval-ms/);
+});
+
+test('catalog: types rest, sql and jdbc; S3 settings typed; secrets wrapped', () => {
+  const c = parseConnectorConfig({
+    ...BASE,
+    'iceberg.catalog': 'icefloe',
+    'iceberg.catalog.warehouse': 's3://warehouse/',
+    'iceberg.catalog.token': 'tok',
+    'iceberg.catalog.s3.endpoint': 'http://127.0.0.1:9000',
+    'iceberg.catalog.s3.path-style-access': 'true',
+    'iceberg.catalog.s3.access-key-id': 'AK',
+    'iceberg.catalog.s3.secret-access-key': 'SK',
+    'iceberg.catalog.client.region': 'us-east-1',
+  });
+  assert.equal(c.catalog.name, 'icefloe');
+  assert.equal(c.catalog.token?.reveal(), 'tok');
+  assert.equal(String(c.catalog.token), HIDDEN);
+  assert.deepEqual(JSON.parse(JSON.stringify(c.catalog.s3)), { endpoint: 'http://127.0.0.1:9000', region: 'us-east-1', pathStyleAccess: true, accessKeyId: 'AK', secretAccessKey: HIDDEN, sessionToken: null });
+  assert.equal(c.catalog.props.token, 'tok', 'the adapter gets the raw catalog properties');
+
+  const sql = { ...BASE, 'iceberg.catalog.type': 'jdbc', 'iceberg.catalog.uri': 'jdbc:postgresql://u:p@127.0.0.1:5432/iceberg', 'iceberg.catalog.warehouse': 's3://w/' };
+  assert.equal(parseConnectorConfig(sql).catalog.type, 'sql');
+  const noWarehouse = without(sql, 'iceberg.catalog.warehouse');
+  assert.match(errorsOf(noWarehouse)['iceberg.catalog.warehouse']?.[0] ?? '', /Missing required configuration "iceberg.catalog.warehouse"/);
+  assert.match(errorsOf({ ...BASE, 'iceberg.catalog.type': 'hive' })['iceberg.catalog.type']?.[0] ?? '', /supports the catalog types rest, sql and jdbc/);
+  const noType = without(BASE, 'iceberg.catalog.type');
+  assert.match(errorsOf(noType)['iceberg.catalog.type']?.[0] ?? '', /Missing required configuration "iceberg.catalog.type"/);
+  assert.equal(parseConnectorConfig({ ...noType, 'iceberg.catalog.catalog-impl': 'org.apache.iceberg.rest.RESTCatalog' }).catalog.type, 'rest');
+  const badUri = errorsOf({ ...sql, 'iceberg.catalog.uri': 'mysql://u:secretpw@h/db' })['iceberg.catalog.uri']?.[0] ?? '';
+  assert.match(badUri, /jdbc:sqlite/);
+  assert.ok(!badUri.includes('secretpw'), 'a password in a uri never reaches an error message');
+});
+
+test('the worker\'s default catalog is used only when the connector names none', () => {
+  const noCatalog = without(BASE, 'iceberg.catalog.type', 'iceberg.catalog.uri');
+  const defaultCatalog = { type: 'sql', uri: 'jdbc:sqlite:/tmp/c.db', warehouse: 'file:///tmp/w' };
+  const c = parseConnectorConfig(noCatalog, { defaultCatalog });
+  assert.equal(c.catalog.fromWorker, true);
+  assert.equal(c.catalog.type, 'sql');
+  assert.equal(c.catalog.uri, 'jdbc:sqlite:/tmp/c.db');
+  assert.equal(parseConnectorConfig(BASE, { defaultCatalog }).catalog.fromWorker, false);
+});
+
+test('converters: connector-level classes with their own settings; unknown classes refused', () => {
+  const c = parseConnectorConfig({
+    ...BASE,
+    'value.converter': 'io.confluent.connect.avro.AvroConverter',
+    'value.converter.schema.registry.url': 'http://a:8081, http://b:8081',
+    'value.converter.basic.auth.user.info': 'u:p',
+    'key.converter': 'org.apache.kafka.connect.json.JsonConverter',
+    'key.converter.schemas.enable': 'false',
+  });
+  assert.equal(c.valueConverter?.kind, 'avro');
+  assert.deepEqual(c.valueConverter?.schemaRegistryUrls, ['http://a:8081', 'http://b:8081']);
+  assert.equal(c.keyConverter?.kind, 'json');
+  assert.equal(c.keyConverter?.schemasEnable, false);
+  assert.ok(c.secretKeys.includes('value.converter.basic.auth.user.info'));
+  assert.deepEqual(errorsOf({ ...BASE, 'value.converter': 'io.confluent.connect.protobuf.ProtobufConverter' }), {
+    'value.converter.schema.registry.url': ['Missing required configuration "value.converter.schema.registry.url" which has no default value.'],
+  });
+  assert.match(errorsOf({ ...BASE, 'value.converter': 'com.example.Conv' })['value.converter']?.[0] ?? '', /Class com.example.Conv could not be found/);
+  assert.match(errorsOf({ ...BASE, 'value.converter': 'org.apache.kafka.connect.json.JsonConverter', 'value.converter.schemas.enable': 'nope' })['value.converter.schemas.enable']?.[0] ?? '', /either true or false/);
+  assert.ok(validateConnectorConfig({ ...BASE, 'value.converter.schemas.enable': 'false' }).warnings.some((w) => /worker's converter/.test(w)));
+});
+
+test('transforms and predicates: aliases need a type; predicate references must exist', () => {
+  const c = parseConnectorConfig({
+    ...BASE,
+    transforms: 'route,ts',
+    'transforms.route.type': 'org.apache.kafka.connect.transforms.RegexRouter',
+    'transforms.route.regex': '(.*)',
+    'transforms.route.replacement': 'db.$1',
+    'transforms.route.predicate': 'notTombstone',
+    'transforms.route.negate': 'true',
+    'transforms.ts.type': 'org.apache.kafka.connect.transforms.InsertField$Value',
+    predicates: 'notTombstone',
+    'predicates.notTombstone.type': 'org.apache.kafka.connect.transforms.predicates.RecordIsTombstone',
+  });
+  assert.deepEqual(c.transforms[0], { alias: 'route', type: 'org.apache.kafka.connect.transforms.RegexRouter', predicate: 'notTombstone', negate: true, props: { regex: '(.*)', replacement: 'db.$1' } });
+  assert.equal(c.predicates[0]?.alias, 'notTombstone');
+  assert.deepEqual(errorsOf({ ...BASE, transforms: 'a,a', 'transforms.a.predicate': 'p' }), {
+    transforms: ['Invalid value a,a for configuration transforms: Duplicate alias provided.'],
+    'transforms.a.type': ['Missing required configuration "transforms.a.type" which has no default value.'],
+    'transforms.a.predicate': ['Invalid value p for configuration transforms.a.predicate: The predicate p is not listed in predicates'],
+  });
+});
+
+test('consumer group: iceberg.connect.group-id must match; auto-commit cannot be enabled', () => {
+  assert.equal(parseConnectorConfig({ ...BASE, 'consumer.override.group.id': 'g1', 'iceberg.connect.group-id': 'g1' }).groupId, 'g1');
+  assert.equal(parseConnectorConfig({ ...BASE, 'iceberg.connect.group-id': 'connect-orders' }).groupId, 'connect-orders');
+  assert.match(errorsOf({ ...BASE, 'consumer.override.group.id': 'g1' , 'iceberg.connect.group-id': 'g2' })['iceberg.connect.group-id']?.[0] ?? '', /Must equal the connector's consumer group g1/);
+  assert.match(errorsOf({ ...BASE, 'iceberg.connect.group-id': 'other' })['iceberg.connect.group-id']?.[0] ?? '', /connect-orders/);
+  assert.equal(Object.keys(errorsOf({ ...BASE, 'consumer.override.enable.auto.commit': 'true' }))[0], 'consumer.override.enable.auto.commit');
+  const c = parseConnectorConfig({ ...BASE, 'consumer.override.max.poll.records': '500', 'producer.override.linger.ms': '5' });
+  assert.deepEqual(c.consumerOverrides, { 'max.poll.records': '500' });
+  assert.deepEqual(c.producerOverrides, { 'linger.ms': '5' });
+});
+
+test('unknown keys are kept, never rejected; legacy Tabular keys warn; Tabular upsert/CDC is refused', () => {
+  const raw = { ...BASE, 'connector.plugin.version': '1.9.2', 'iceberg.tables.routeField': 'x', 'icefloe.comit.max-bytes': '1', 'iceberg.coordinator.transactional.suffix': '-txn-1' };
+  const v = validateConnectorConfig(raw);
+  assert.equal(v.errorCount, 0);
+  assert.deepEqual(v.config?.stored(), raw);
+  assert.ok(v.warnings.some((w) => /iceberg.tables.routeField is a legacy Tabular key.*iceberg.tables.route-field/.test(w)));
+  assert.ok(v.warnings.some((w) => /icefloe.comit.max-bytes is not a known key/.test(w)));
+  assert.ok(v.warnings.some((w) => /transactional.suffix is set per task/.test(w)));
+  assert.ok(!v.warnings.some((w) => w.includes('connector.plugin.version')));
+  assert.ok(!v.configInfos().configs.some((c) => c.value.name === 'connector.plugin.version'), 'unknown keys are not in configs[]');
+  assert.match(errorsOf({ ...BASE, 'iceberg.tables.upsert-mode-enabled': 'true' })['iceberg.tables.upsert-mode-enabled']?.[0] ?? '', /only appends/);
+  assert.deepEqual(errorsOf({ ...BASE, 'iceberg.tables.upsert-mode-enabled': 'false' }), {});
+});
+
+test('secrets are listed and redacted for logs; the stored map keeps them', () => {
+  const raw = {
+    ...BASE,
+    'iceberg.catalog.credential': 'client:secret',
+    'iceberg.catalog.s3.secret-access-key': 'SK',
+    'consumer.override.sasl.jaas.config': 'org.apache.kafka.common.security.plain.PlainLoginModule required username="u" password="p";',
+    'iceberg.kafka.sasl.jaas.config': 'x',
+    'value.converter.basic.auth.user.info': 'u:p',
+  };
+  const c = parseConnectorConfig(raw);
+  assert.deepEqual(c.secretKeys, [
+    'consumer.override.sasl.jaas.config',
+    'iceberg.catalog.credential',
+    'iceberg.catalog.s3.secret-access-key',
+    'iceberg.kafka.sasl.jaas.config',
+    'value.converter.basic.auth.user.info',
+  ]);
+  const red = c.redacted();
+  for (const k of c.secretKeys) assert.equal(red[k], HIDDEN, k);
+  assert.equal(red.name, 'orders');
+  assert.equal(c.stored()['iceberg.catalog.credential'], 'client:secret');
+  const logged = JSON.stringify({ catalog: c.catalog, redacted: red });
+  assert.ok(!logged.includes('client:secret') && !logged.includes('"SK"') && !logged.includes('password="p"'));
+});
+
+test('configInfos: Connect\'s validate body, name as submitted, errors counted', () => {
+  const infos = validateConnectorConfig({ ...BASE, 'connector.class': 'IcebergSink', 'tasks.max': 'two', 'iceberg.catalog.token': 't' }).configInfos();
+  assert.equal(infos.name, 'IcebergSink');
+  assert.equal(infos.error_count, 1);
+  assert.deepEqual(infos.groups, ['Common', 'Error Handling', 'Iceberg Tables', 'Iceberg Control', 'Iceberg Catalog', 'Icefloe']);
+  assert.equal(infos.configs.length, CONNECTOR_CONFIG_DEF.keys().length);
+  const tasks = infos.configs.find((c) => c.value.name === 'tasks.max');
+  assert.deepEqual(tasks?.value.errors, ['Invalid value two for configuration tasks.max: Not a number of type INT']);
+  const name = infos.configs.find((c) => c.value.name === 'name');
+  assert.equal(name?.definition?.required, true);
+  assert.equal(name?.value.value, 'orders');
+  assert.ok(!JSON.stringify(infos).includes('"t"'));
+  for (const c of infos.configs) {
+    assert.ok(['HIGH', 'MEDIUM', 'LOW'].includes(c.definition?.importance ?? ''));
+    assert.ok(['NONE', 'SHORT', 'MEDIUM', 'LONG'].includes(c.definition?.width ?? ''));
+  }
+});

@@ -1,0 +1,148 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { inspect } from 'node:util';
+import { ConfigError } from '../../../src/core/errors.ts';
+import { HIDDEN } from '../../../src/config/config-def.ts';
+import { parseConnectorFile, parseProperties, parseWorkerProperties, validateWorkerConfig } from '../../../src/config/worker-config.ts';
+
+const BASE_DIR = '/srv/icefloe';
+
+test('parseProperties: Java properties syntax', () => {
+  const text = [
+    '# a comment',
+    '  ! another comment \\',
+    'a=1',
+    'b: 2',
+    'c   3',
+    '  d = spaced value  ',
+    'e=multi \\',
+    '    line \\',
+    '    value',
+    'f=tab\\there\\nnewline \\u00e9 back\\\\slash',
+    'g\\=key\\:with\\ seps=v',
+    'h=ends with backslash\\\\',
+    'i=',
+    'j',
+    'a=override',
+    'url=http://host:8081',
+    '',
+  ].join('\n');
+  assert.deepEqual(parseProperties(text), {
+    a: 'override',
+    b: '2',
+    c: '3',
+    d: 'spaced value  ',
+    e: 'multi line value',
+    f: 'tab\there\nnewline é back\\slash',
+    'g=key:with seps': 'v',
+    h: 'ends with backslash\\',
+    i: '',
+    j: '',
+    url: 'http://host:8081',
+  });
+  assert.deepEqual(parseProperties('a=1\r\nb=2\r'), { a: '1', b: '2' });
+  assert.throws(() => parseProperties('a=\\u12'), ConfigError);
+});
+
+test('an empty worker file is the embedded default', () => {
+  const w = parseWorkerProperties('', { baseDir: BASE_DIR });
+  assert.deepEqual(w.bootstrapServers, ['localhost:9092']);
+  assert.equal(w.keyConverter.kind, 'json');
+  assert.equal(w.valueConverter.schemasEnable, true);
+  assert.deepEqual(w.listeners, [{ protocol: 'http', host: '', port: 8083 }]);
+  assert.equal(w.warehouse, '/srv/icefloe/icefloe-data/warehouse');
+  assert.deepEqual(w.catalog, { kind: 'sqlite', path: '/srv/icefloe/icefloe-data/catalog.db' });
+  assert.deepEqual(w.defaultCatalogProps, { type: 'sql', uri: 'jdbc:sqlite:/srv/icefloe/icefloe-data/catalog.db', warehouse: 'file:///srv/icefloe/icefloe-data/warehouse' });
+  assert.equal(w.tasksMode, 'process');
+  assert.deepEqual(w.coordination, { kind: 'embedded' });
+  assert.deepEqual(w.clientSecurity, { 'security.protocol': 'PLAINTEXT' });
+  assert.deepEqual(w.warnings, []);
+});
+
+test('connect-standalone keys that do not apply are accepted with a note', () => {
+  const v = validateWorkerConfig(
+    parseProperties('offset.flush.interval.ms=10000\noffset.storage.file.filename=/tmp/connect.offsets\nplugin.path=/usr/share/java\nconfig.providers=file\ngroup.id=x\nicefloe.warehous=typo'),
+    { baseDir: BASE_DIR },
+  );
+  assert.equal(v.errorCount, 0);
+  assert.equal(v.warnings.length, 5);
+  assert.ok(v.warnings.some((w) => /offset.flush.interval.ms is ignored/.test(w)));
+  assert.ok(v.warnings.some((w) => /icefloe.warehous is not a known worker key/.test(w)));
+});
+
+test('worker catalogs: PostgreSQL, REST with extra properties, none', () => {
+  const pg = parseWorkerProperties('icefloe.catalog=postgresql://iceberg:pw@127.0.0.1:5432/iceberg\nicefloe.warehouse=s3://warehouse/', { baseDir: BASE_DIR });
+  assert.deepEqual(pg.defaultCatalogProps, { type: 'sql', uri: 'jdbc:postgresql://iceberg:pw@127.0.0.1:5432/iceberg', warehouse: 's3://warehouse/' });
+  assert.ok(!JSON.stringify(pg.defaultCatalogProps).includes(':pw@'), 'a uri password is masked when logged');
+  assert.ok(!JSON.stringify(pg.redacted()).includes(':pw@'));
+  const rest = parseWorkerProperties('icefloe.catalog=http://127.0.0.1:8181\nicefloe.catalog.token=tok\nicefloe.catalog.warehouse=s3://w/', { baseDir: BASE_DIR });
+  assert.deepEqual(rest.defaultCatalogProps, { type: 'rest', uri: 'http://127.0.0.1:8181', token: 'tok', warehouse: 's3://w/' });
+  assert.ok(!inspect(rest.defaultCatalogProps).includes('tok\''), 'inspect hides the token');
+  assert.deepEqual(rest.secretKeys, ['icefloe.catalog.token']);
+  assert.equal(parseWorkerProperties('icefloe.catalog=none', { baseDir: BASE_DIR }).defaultCatalogProps, undefined);
+  const bad = validateWorkerConfig({ 'icefloe.catalog': 'hive://x' }, { baseDir: BASE_DIR });
+  assert.match(bad.errors.get('icefloe.catalog')?.[0] ?? '', /Expected sqlite:<file>/);
+});
+
+test('client security passes through, and is redacted for logs', () => {
+  const w = parseWorkerProperties(
+    [
+      'security.protocol=sasl_ssl',
+      'sasl.mechanism=PLAIN',
+      'sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule required username="u" password="p";',
+      'ssl.ca.location=/etc/ca.pem',
+      'ssl.key.password=kp',
+      'consumer.max.poll.records=1000',
+    ].join('\n'),
+    { baseDir: BASE_DIR },
+  );
+  assert.equal(w.clientSecurity['security.protocol'], 'SASL_SSL');
+  assert.equal(w.clientSecurity['sasl.jaas.config']?.includes('password="p"'), true);
+  assert.equal(w.clientSecurity['ssl.ca.location'], '/etc/ca.pem');
+  assert.deepEqual(w.consumerProps, { 'max.poll.records': '1000' });
+  assert.deepEqual(w.secretKeys, ['sasl.jaas.config', 'ssl.key.password']);
+  assert.equal(w.redacted()['sasl.jaas.config'], HIDDEN);
+  const logged = JSON.stringify(w.clientSecurity) + inspect(w.clientSecurity);
+  assert.ok(!logged.includes('password="p"') && !logged.includes('kp'));
+});
+
+test('worker errors are collected: listeners, converters, redis, security protocol', () => {
+  const v = validateWorkerConfig(
+    {
+      listeners: 'http://:8083,ftp://x:1',
+      'value.converter': 'io.confluent.connect.avro.AvroConverter',
+      'icefloe.coordination': 'redis',
+      'security.protocol': 'TLS',
+      'bootstrap.servers': 'kafka',
+    },
+    { baseDir: BASE_DIR },
+  );
+  assert.deepEqual([...v.errors.keys()].sort(), ['bootstrap.servers', 'icefloe.redis.url', 'listeners', 'security.protocol', 'value.converter']);
+  assert.match(v.errors.get('value.converter')?.[0] ?? '', /value.converter.schema.registry.url/);
+  assert.throws(() => parseWorkerProperties('listeners=https://:8443', { baseDir: BASE_DIR }), /https listeners are not supported yet/);
+});
+
+test('connector files: the REST shape and the flat shape', () => {
+  const rest = parseConnectorFile(JSON.stringify({ name: 'orders', config: { 'connector.class': 'IcebergSink', 'tasks.max': 2, 'iceberg.tables.auto-create-enabled': true } }), 'orders.json');
+  assert.equal(rest.name, 'orders');
+  assert.deepEqual(rest.config, { 'connector.class': 'IcebergSink', 'tasks.max': '2', 'iceberg.tables.auto-create-enabled': 'true', name: 'orders' });
+  assert.equal(rest.initialState, 'RUNNING');
+  const flat = parseConnectorFile('{"name": "o", "topics": "x", "big": 12345678901234567890}', 'o.json');
+  assert.deepEqual(flat.config, { name: 'o', topics: 'x', big: '12345678901234567890' });
+  const props = parseConnectorFile('name=p\ntopics=x\n', 'p.properties');
+  assert.deepEqual(props.config, { name: 'p', topics: 'x' });
+  assert.equal(parseConnectorFile('{"name":"s","config":{},"initial_state":"stopped"}', 's.json').initialState, 'STOPPED');
+
+  const bad: [string, RegExp][] = [
+    ['{"name":"a","config":{"name":"b"}}', /Connector name configuration \(b\) doesn't match connector name in the URL \(a\)/],
+    ['{"config":{"topics":"x"}}', /has no "name"/],
+    ['{"topics":"x"}', /has no "name"/],
+    ['{"name":"a","config":{"topics":["x"]}}', /must be a string .* got an array/],
+    ['{"name":"a","topics":null}', /got null/],
+    ['{"name":"a","config":{},"tasks":[]}', /unexpected field/],
+    ['{"name":"a","config":{},"initial_state":"GONE"}', /initial_state/],
+    ['[1]', /expected a JSON object/],
+    ['{nope', /not valid JSON/],
+  ];
+  for (const [text, re] of bad) assert.throws(() => parseConnectorFile(text, 'f.json'), (e: unknown) => e instanceof ConfigError && re.test(e.message), text);
+});
