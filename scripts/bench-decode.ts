@@ -15,6 +15,7 @@
  *   For a strict one-core number: taskset -c 0 node scripts/bench-decode.ts
  * Targets (issue 4): ≥ 15 MB/s of Avro per core end to end now, 25 MB/s is where we are heading.
  */
+import { prng } from '../test/helpers/prng.ts';
 import avro from 'avsc';
 import { compileAvroDecoder } from '../src/decode/avro-decoder.ts';
 import { avroToIceberg } from '../src/decode/avro-schema.ts';
@@ -55,16 +56,6 @@ const SCHEMA = {
   ],
 };
 
-function mulberry32(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 interface Frames {
   buf: Buffer;
@@ -74,7 +65,7 @@ interface Frames {
 
 /** n framed order events in one buffer; deterministic. */
 function generate(n: number, seed: number, type: avro.Type): Frames {
-  const rnd = mulberry32(seed);
+  const rnd = prng(seed);
   const int = (k: number): number => Math.floor(rnd() * k);
   const hex = (len: number): string => Array.from({ length: len }, () => '0123456789abcdef'[int(16)]).join('');
   const words = Array.from({ length: 300 }, () => Array.from({ length: 3 + int(7) }, () => String.fromCharCode(97 + int(26))).join(''));

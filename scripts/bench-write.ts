@@ -13,6 +13,7 @@
  *   For a strict one-core number: taskset -c 0 node scripts/bench-write.ts
  * Targets (docs/architecture.md): writer ≤ 2× the bare encode; ≥ 100k rows/s on one core.
  */
+import { prng } from '../test/helpers/prng.ts';
 import { readFileSync, writeFileSync } from 'node:fs';
 import * as arrow from 'apache-arrow';
 import * as pw from 'parquet-wasm';
@@ -74,16 +75,6 @@ const SCHEMA: Schema = {
 
 // --- deterministic data, generated before the clock starts --------------------------------------------
 
-function mulberry32(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 /**
  * Per-row values are indexes into pools of distinct strings (as a decoder's output would be short-lived
@@ -117,7 +108,7 @@ interface Data {
 const flat = (s: string): string => Buffer.from(s, 'utf8').toString('utf8');
 
 function generate(n: number, seed: number): Data {
-  const rnd = mulberry32(seed);
+  const rnd = prng(seed);
   const int = (k: number): number => Math.floor(rnd() * k);
   const hex = (len: number): string => Array.from({ length: len }, () => '0123456789abcdef'[int(16)]).join('');
   const words = Array.from({ length: 300 }, () => Array.from({ length: 3 + int(7) }, () => String.fromCharCode(97 + int(26))).join(''));

@@ -9,6 +9,7 @@
  * takes as its own properties leave this module), rewrite or add keys (configs echo back exactly as
  * stored), or print a secret (see `isSecretKey`).
  */
+import { splitPartitionBy } from '../core/text.ts';
 import { ConfigError } from '../core/errors.ts';
 import { ConfigDef, Secret, invalidMessage, redactUserInfo, safeProps, validators } from './config-def.ts';
 import type { ConfigInfos, ParsedConfig } from './config-def.ts';
@@ -252,22 +253,7 @@ function tableNameProblem(name: string): string | undefined {
 
 const TIME_TRANSFORMS = new Set(['year', 'years', 'month', 'months', 'day', 'days', 'hour', 'hours']);
 
-/** Splits `partition-by` on commas outside parentheses, trimmed (the Java sink's `,(?![^()]*+\))`). */
-export function splitPartitionBy(text: string): string[] {
-  const out: string[] = [];
-  let depth = 0;
-  let cur = '';
-  for (const ch of text) {
-    if (ch === '(') depth++;
-    else if (ch === ')') depth--;
-    if (ch === ',' && depth === 0) {
-      out.push(cur.trim());
-      cur = '';
-    } else cur += ch;
-  }
-  out.push(cur.trim());
-  return out.length === 1 && out[0] === '' ? [] : out;
-}
+export { splitPartitionBy } from '../core/text.ts';
 
 /**
  * The syntax of a `partition-by` value: balanced parentheses, no empty term, a known transform with the

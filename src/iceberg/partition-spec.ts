@@ -10,6 +10,7 @@
  * Must not: fall back to an unpartitioned table on a bad spec. Every invalid spec is a ConfigError that
  * names the offending term or field.
  */
+import { splitPartitionBy } from '../core/text.ts';
 import { ConfigError } from '../core/errors.ts';
 import { asArray, asObject, optInt, reqInt, reqString } from './json-util.ts';
 import { SchemaIndex } from './schema.ts';
@@ -242,23 +243,7 @@ export function partitionPath(spec: PartitionSpec, schema: Schema, values: reado
 // The Kafka Connect sink's `partition-by` syntax
 // ---------------------------------------------------------------------------------------------------
 
-/** Splits on commas outside parentheses (the Java sink's `,(?![^()]*+\))`), trimming; empty -> []. */
-export function splitPartitionBy(text: string): string[] {
-  const out: string[] = [];
-  let depth = 0;
-  let cur = '';
-  for (const ch of text) {
-    if (ch === '(') depth++;
-    else if (ch === ')') depth = Math.max(0, depth - 1);
-    if (ch === ',' && depth === 0) {
-      out.push(cur.trim());
-      cur = '';
-    } else cur += ch;
-  }
-  out.push(cur.trim());
-  if (out.length === 1 && out[0] === '') return [];
-  return out;
-}
+export { splitPartitionBy } from '../core/text.ts';
 
 const TIME_TRANSFORMS: Readonly<Record<string, 'year' | 'month' | 'day' | 'hour'>> = {
   year: 'year',

@@ -17,6 +17,7 @@ import { appendRow, appendValue } from '../../helpers/rows.ts';
 
 export type { Row, Value };
 export { appendRow, appendValue };
+export { prng } from '../../helpers/prng.ts';
 
 const compressors = {
   ZSTD: (input: Uint8Array) => zlib.zstdDecompressSync(input),
@@ -140,14 +141,3 @@ export async function readAll(store: MemoryObjectStore, files: readonly DataFile
   return out;
 }
 
-/** A seeded PRNG (mulberry32) so generated data is the same on every run. */
-export function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
