@@ -9,6 +9,8 @@
  * takes as its own properties leave this module), rewrite or add keys (configs echo back exactly as
  * stored), or print a secret (see `isSecretKey`).
  */
+import { regexProblem, tableNameProblem, wholeMatch } from './names.ts';
+export { regexProblem, wholeMatch } from './names.ts';
 import { splitPartitionBy } from '../core/text.ts';
 import { ConfigError } from '../core/errors.ts';
 import { ConfigDef, Secret, invalidMessage, redactUserInfo, safeProps, validators } from './config-def.ts';
@@ -231,25 +233,8 @@ export const CONNECTOR_CONFIG_DEF: ConfigDef = new ConfigDef()
 // Syntax checks (no schema here)
 // ---------------------------------------------------------------------------------------------------
 
-/** Why `pattern` is not a usable regex, or undefined. Java regexes are mostly JS regexes; what JS cannot compile is refused. */
-export function regexProblem(pattern: string): string | undefined {
-  try {
-    new RegExp(pattern);
-    return undefined;
-  } catch (e) {
-    return `Not a valid regular expression (${(e as Error).message})`;
-  }
-}
 
-/** Compiles a Java-style `matches()` regex: the whole string must match. */
-export function wholeMatch(pattern: string): RegExp {
-  return new RegExp(`^(?:${pattern})$`);
-}
 
-function tableNameProblem(name: string): string | undefined {
-  if (name === '' || name.split('.').some((p) => p.trim() === '' || p !== p.trim())) return `${JSON.stringify(name)} is not a table name (namespace.table)`;
-  return undefined;
-}
 
 const TIME_TRANSFORMS = new Set(['year', 'years', 'month', 'months', 'day', 'days', 'hour', 'hours']);
 
