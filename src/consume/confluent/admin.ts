@@ -1,0 +1,132 @@
+/**
+ * `KafkaAdmin` over librdkafka's AdminClient: topic creation, topic ids, watermarks (with the last
+ * stable offset), and the cluster id.
+ *
+ * The cluster id: the client exposes no API for it (librdkafka has `rd_kafka_clusterid()`, the binding
+ * does not bind it, and neither API surface has DescribeCluster). librdkafka does log it at debug level
+ * `metadata` for every Metadata response ("ClusterId: <id>, ControllerId: <n>"), over whatever security
+ * protocol the settings configure, so we open a short-lived client with that debug context and take the
+ * id from that line, validated as Kafka's 22-character base64url UUID. A librdkafka upgrade that changes
+ * the line fails the admin integration test, not silently.
+ *
+ * Owns: admin calls and their translation. Must not: delete or alter topics it did not create (deleteTopic
+ * exists for tests and tools).
+ */
+import { RetriableError } from '../../core/errors.ts';
+import type { KafkaAdmin, TopicSpec, Watermarks } from '../port.ts';
+import { KAFKA_CODES, translateKafkaError } from './errors.ts';
+import { RdKafka, call, sync } from './internal.ts';
+import { adminConfig, clusterIdFromLogLine, offsetFromNumber, splitTopicConfig, uuidFromHalves } from './settings.ts';
+import type { ClientSettings } from './settings.ts';
+
+export interface AdminOptions {
+  readonly settings: ClientSettings;
+  /** admin.override.* (prefix stripped). */
+  readonly overrides?: ClientSettings;
+}
+
+const TIMEOUT_MS = 15_000;
+
+export class ConfluentKafkaAdmin implements KafkaAdmin {
+  readonly #config: Record<string, string>;
+  readonly #admin: RdKafka.IAdminClient;
+
+  private constructor(config: Record<string, string>, admin: RdKafka.IAdminClient) {
+    this.#config = config;
+    this.#admin = admin;
+  }
+
+  static connect(options: AdminOptions): Promise<ConfluentKafkaAdmin> {
+    const config = adminConfig(options.settings, options.overrides);
+    const admin = sync('admin', () => RdKafka.AdminClient.create(config));
+    return Promise.resolve(new ConfluentKafkaAdmin(config, admin));
+  }
+
+  async ensureTopic(spec: TopicSpec): Promise<boolean> {
+    const topic: RdKafka.NewTopic = {
+      topic: spec.name,
+      num_partitions: spec.partitions,
+      replication_factor: spec.replicationFactor,
+      ...(spec.configs === undefined ? {} : { config: { ...spec.configs } }),
+    };
+    return await new Promise<boolean>((resolve, reject) => {
+      this.#admin.createTopic(topic, TIMEOUT_MS, (err) => {
+        if (err === null || err === undefined) resolve(true);
+        else if (err.code === KAFKA_CODES.ERR_TOPIC_ALREADY_EXISTS) resolve(false);
+        else reject(translateKafkaError(err, 'admin'));
+      });
+    });
+  }
+
+  async deleteTopic(name: string): Promise<void> {
+    await call('admin', (cb) => this.#admin.deleteTopic(name, TIMEOUT_MS, cb));
+  }
+
+  private async describe(topic: string): Promise<RdKafka.TopicDescription> {
+    const got = await call<RdKafka.TopicDescription[]>('admin', (cb) => this.#admin.describeTopics([topic], { timeout: TIMEOUT_MS }, cb));
+    const d = got[0];
+    if (d === undefined) throw new RetriableError(`Kafka admin: no description for topic ${topic}`);
+    if (d.error !== undefined) throw translateKafkaError(d.error, 'admin');
+    return d;
+  }
+
+  async topicId(topic: string): Promise<string> {
+    const d = await this.describe(topic);
+    return uuidFromHalves(BigInt(d.topicId.mostSignificantBits), BigInt(d.topicId.leastSignificantBits));
+  }
+
+  async partitionCount(topic: string): Promise<number> {
+    return (await this.describe(topic)).partitions.length;
+  }
+
+  async watermarks(topic: string): Promise<Watermarks[]> {
+    const partitions = (await this.describe(topic)).partitions.map((p) => p.partition).sort((a, b) => a - b);
+    const list = (spec: RdKafka.OffsetSpec, isolationLevel: RdKafka.IsolationLevel): Promise<RdKafka.ListOffsetsResult[]> =>
+      call<RdKafka.ListOffsetsResult[]>('admin', (cb) =>
+        this.#admin.listOffsets(partitions.map((partition) => ({ topic, partition, offset: spec })), { timeout: TIMEOUT_MS, isolationLevel }, cb));
+    const [low, high, stable] = await Promise.all([
+      list(RdKafka.OffsetSpec.EARLIEST, RdKafka.IsolationLevel.READ_UNCOMMITTED),
+      list(RdKafka.OffsetSpec.LATEST, RdKafka.IsolationLevel.READ_UNCOMMITTED),
+      list(RdKafka.OffsetSpec.LATEST, RdKafka.IsolationLevel.READ_COMMITTED),
+    ]);
+    const at = (rs: RdKafka.ListOffsetsResult[], partition: number): bigint => {
+      const r = rs.find((x) => x.partition === partition);
+      if (r?.error !== undefined) throw translateKafkaError(r.error, 'admin');
+      const v = offsetFromNumber(r?.offset);
+      if (v === null) throw new RetriableError(`Kafka admin: no offset for ${topic}[${partition}]`);
+      return v;
+    };
+    return partitions.map((partition) => ({ topic, partition, low: at(low, partition), high: at(high, partition), lastStable: at(stable, partition) }));
+  }
+
+  async clusterId(): Promise<string> {
+    const { global, topic } = splitTopicConfig({ ...this.#config, debug: 'metadata' });
+    const probe = sync('admin', () => new RdKafka.Producer(global, topic));
+    try {
+      return await new Promise<string>((resolve, reject) => {
+        const timer = setTimeout(() => reject(new RetriableError('Kafka admin: no metadata response carried a cluster id in time')), TIMEOUT_MS);
+        probe.on('event.log', (line: { message?: unknown }) => {
+          const id = typeof line.message === 'string' ? clusterIdFromLogLine(line.message) : undefined;
+          if (id !== undefined) {
+            clearTimeout(timer);
+            resolve(id);
+          }
+        });
+        probe.connect({ timeout: TIMEOUT_MS }, (err) => {
+          if (err !== null && err !== undefined) {
+            clearTimeout(timer);
+            reject(translateKafkaError(err, 'admin'));
+          }
+        });
+      });
+    } finally {
+      await new Promise<void>((resolve) => probe.disconnect(() => resolve()));
+    }
+  }
+
+  close(): Promise<void> {
+    this.#admin.disconnect();
+    return Promise.resolve();
+  }
+}
+

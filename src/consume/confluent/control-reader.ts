@@ -1,0 +1,136 @@
+/**
+ * `ControlTopicReader` over a librdkafka KafkaConsumer used by assignment only (it never joins a group or
+ * commits): isolation.level=read_committed, auto.offset.reset=error, partition EOF events on.
+ *
+ * A read first takes each partition's log start offset and last stable offset (ListOffsets, READ_COMMITTED),
+ * checks the start positions against the log (a position below the log start or past the high watermark
+ * is a FatalError: announcements were lost or the topic was recreated), then reads until every partition
+ * reached the LSO taken at the start. Records at or past that LSO are not returned, so a read is a
+ * consistent prefix even while tasks keep committing. Transaction markers occupy offsets without
+ * records, so "reached" is decided by librdkafka's EOF event (its fetch position reached the LSO) or by a
+ * record at LSO-1.
+ *
+ * Owns: one reader client. Must not: remember positions between reads (the committer stores them in
+ * the table snapshots) or skip a gap.
+ */
+import { randomUUID } from 'node:crypto';
+import { FatalError, RetriableError } from '../../core/errors.ts';
+import { partitionKey } from '../port.ts';
+import type { ControlRead, ControlTopicReader, RawRecord, TopicPartitionOffset } from '../port.ts';
+import { RdKafka, call, sync, toRawRecord } from './internal.ts';
+import type { KafkaConsumerClient } from './internal.ts';
+import { controlReaderConfig, offsetFromNumber, offsetToNumber, splitTopicConfig } from './settings.ts';
+import type { ClientSettings } from './settings.ts';
+
+export interface ControlReaderOptions {
+  readonly settings: ClientSettings;
+}
+
+const LIST_TIMEOUT_MS = 15_000;
+
+export class ConfluentControlTopicReader implements ControlTopicReader {
+  readonly #consumer: KafkaConsumerClient;
+  readonly #admin: RdKafka.IAdminClient;
+  /** Partition → the offset librdkafka's fetcher reported EOF at, during the current read. */
+  readonly #eof = new Map<string, bigint>();
+
+  private constructor(consumer: KafkaConsumerClient, admin: RdKafka.IAdminClient) {
+    this.#consumer = consumer;
+    this.#admin = admin;
+    consumer.on('partition.eof', (e: RdKafka.EofEvent) => {
+      const at = offsetFromNumber(e.offset);
+      if (at !== null) this.#eof.set(partitionKey(e), at);
+    });
+  }
+
+  static async connect(options: ControlReaderOptions): Promise<ConfluentControlTopicReader> {
+    const config = controlReaderConfig(options.settings, `icefloe-control-reader-${randomUUID()}`);
+    const { global, topic } = splitTopicConfig(config);
+    const consumer = sync('connect', () => new RdKafka.KafkaConsumer(global, topic) as KafkaConsumerClient);
+    await call<unknown>('connect', (cb) => consumer.connect({ timeout: 10_000 }, cb));
+    const admin = sync('connect', () => RdKafka.AdminClient.createFrom(consumer));
+    return new ConfluentControlTopicReader(consumer, admin);
+  }
+
+  private async offsets(from: readonly TopicPartitionOffset[], spec: RdKafka.OffsetSpec, isolationLevel: RdKafka.IsolationLevel): Promise<Map<string, bigint>> {
+    const got = await call<RdKafka.ListOffsetsResult[]>('read-control', (cb) =>
+      this.#admin.listOffsets(from.map((p) => ({ topic: p.topic, partition: p.partition, offset: spec })), { timeout: LIST_TIMEOUT_MS, isolationLevel }, cb));
+    const out = new Map<string, bigint>();
+    for (const r of got) {
+      if (r.error !== undefined) throw new RetriableError(`Kafka read-control: listing offsets of ${r.topic}[${r.partition}] failed: ${r.error.message}`, { cause: r.error });
+      const v = offsetFromNumber(r.offset);
+      if (v !== null) out.set(partitionKey(r), v);
+    }
+    return out;
+  }
+
+  async read(from: readonly TopicPartitionOffset[], options: { readonly timeoutMs?: number; readonly maxRecords?: number } = {}): Promise<ControlRead> {
+    const timeoutMs = options.timeoutMs ?? 30_000;
+    const maxRecords = options.maxRecords ?? Number.POSITIVE_INFINITY;
+    if (from.length === 0) return { records: [], endOffsets: [] };
+    const [start, high, stable] = await Promise.all([
+      this.offsets(from, RdKafka.OffsetSpec.EARLIEST, RdKafka.IsolationLevel.READ_UNCOMMITTED),
+      this.offsets(from, RdKafka.OffsetSpec.LATEST, RdKafka.IsolationLevel.READ_UNCOMMITTED),
+      this.offsets(from, RdKafka.OffsetSpec.LATEST, RdKafka.IsolationLevel.READ_COMMITTED),
+    ]);
+    const target = new Map<string, bigint>();
+    const reached = new Map<string, bigint>();
+    for (const p of from) {
+      const key = partitionKey(p);
+      const logStart = start.get(key);
+      const hw = high.get(key);
+      const lso = stable.get(key);
+      if (logStart === undefined || hw === undefined || lso === undefined) throw new RetriableError(`Kafka read-control: no offsets for ${key}`);
+      if (p.offset < logStart || p.offset > hw) {
+        throw new FatalError(`control topic position ${key}@${p.offset} is outside the log [${logStart}, ${hw}]: announcements were deleted or the topic was recreated`, {
+          context: { partition: key, position: String(p.offset), logStart: String(logStart), highWatermark: String(hw) },
+        });
+      }
+      target.set(key, lso);
+      reached.set(key, p.offset);
+    }
+    const pending = from.filter((p) => p.offset < (target.get(partitionKey(p)) ?? 0n));
+    const records: RawRecord[] = [];
+    if (pending.length > 0) {
+      this.#eof.clear();
+      sync('assign', () => this.#consumer.assign(pending.map((p) => ({ topic: p.topic, partition: p.partition, offset: offsetToNumber(p.offset) }))));
+      try {
+        const deadline = Date.now() + timeoutMs;
+        const open = new Set(pending.map(partitionKey));
+        this.#consumer.setDefaultConsumeTimeout(100);
+        while (open.size > 0 && records.length < maxRecords) {
+          if (Date.now() > deadline) {
+            throw new RetriableError(`Kafka read-control: did not reach the last stable offset of ${[...open].join(', ')} within ${timeoutMs} ms`);
+          }
+          const batch = await call<RdKafka.Message[]>('read-control', (cb) => this.#consumer.consume(Math.min(1000, maxRecords - records.length), cb));
+          for (const m of batch) {
+            const r = toRawRecord(m);
+            const key = partitionKey(r);
+            const end = target.get(key);
+            if (end === undefined || !open.has(key) || r.offset >= end) continue;
+            records.push(r);
+            reached.set(key, r.offset + 1n);
+            if (r.offset + 1n >= end) open.delete(key);
+            if (records.length >= maxRecords) break;
+          }
+          for (const key of [...open]) {
+            const eofAt = this.#eof.get(key);
+            const end = target.get(key) ?? 0n;
+            if (eofAt !== undefined && eofAt >= end) {
+              reached.set(key, end);
+              open.delete(key);
+            }
+          }
+        }
+      } finally {
+        sync('assign', () => this.#consumer.unassign());
+      }
+    }
+    const endOffsets = from.map((p) => ({ topic: p.topic, partition: p.partition, offset: reached.get(partitionKey(p)) ?? p.offset }));
+    return { records, endOffsets };
+  }
+
+  async close(): Promise<void> {
+    await call<unknown>('close', (cb) => this.#consumer.disconnect(cb));
+  }
+}

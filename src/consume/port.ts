@@ -1,0 +1,237 @@
+/**
+ * The Kafka ports (docs/architecture.md, "Exactly-once"): what a sink task and a committer need from
+ * Kafka, with no client library in sight.
+ *
+ * - `KafkaSource`: the task's consumer in the connector's group (`connect-<name>`), cooperative
+ *   rebalancing, manual offsets only (nothing is ever auto-committed or auto-stored: offsets reach the
+ *   group only through the cycle's transaction), batch polling with back-pressure (the caller asks for
+ *   at most N records; nothing is buffered beyond the client's own fetch queue), pause/resume, seek.
+ * - `TransactionalProducer`: one Kafka transaction per commit cycle: control-topic announcements, DLQ
+ *   records and the source offsets (`sendOffsetsToTransaction` with the consumer's group metadata,
+ *   KIP-447), then commit or abort. A stable `transactional.id` (`<connector>-<task>`) fences the
+ *   previous incarnation at `initTransactions`.
+ * - `ControlTopicReader`: the committer's read_committed reader: from given positions to the last stable
+ *   offset, never past it, never with an implicit reset.
+ * - `KafkaAdmin`: topic creation, the cluster id and topic ids (fail-closed identity), watermarks.
+ *
+ * Error contract (every method): failures are `core/errors.ts` classes, translated once by the adapter.
+ * - `FatalError` with `context.reason === 'fenced'` (see `isFenced`): another producer with our
+ *   transactional.id took over; this task is a zombie and must stop.
+ * - `TransactionAbortRequiredError` (a `RetriableError`): the transaction cannot commit (for example the
+ *   consumer's group generation is stale); abort it, drop unannounced files, seek every assigned
+ *   partition back to its committed offset, and start a new cycle.
+ * - `RetriableError`: broker or network trouble; retry the operation (or the cycle).
+ * - `ConfigError`: a setting that cannot work.
+ *
+ * Offsets are `bigint` everywhere. Owns: types and contracts. Must not: import a Kafka client.
+ */
+import { FatalError, IcefloeError, RetriableError } from '../core/errors.ts';
+import type { ErrorOptions } from '../core/errors.ts';
+
+export interface TopicPartition {
+  readonly topic: string;
+  readonly partition: number;
+}
+
+export interface TopicPartitionOffset extends TopicPartition {
+  /** The next offset to read (Kafka's committed-offset convention: last processed + 1). */
+  readonly offset: bigint;
+}
+
+export interface RecordHeader {
+  readonly key: string;
+  readonly value: Uint8Array | null;
+}
+
+/** One record as the broker returned it; key and value are views over the client's buffers (no copy). */
+export interface RawRecord {
+  readonly topic: string;
+  readonly partition: number;
+  readonly offset: bigint;
+  /** Record timestamp in ms since the epoch; null when the record carries none. */
+  readonly timestamp: number | null;
+  readonly key: Uint8Array | null;
+  /** Null for a tombstone. */
+  readonly value: Uint8Array | null;
+  readonly headers: readonly RecordHeader[];
+}
+
+/** What to consume: a list of topics, or a regular expression matched against the whole topic name. */
+export type Subscription =
+  | { readonly kind: 'list'; readonly topics: readonly string[] }
+  | { readonly kind: 'regex'; readonly pattern: string };
+
+export interface RevokeInfo {
+  /**
+   * True when the partitions were lost rather than handed over (session timeout, fenced member): the
+   * group generation is already gone, so a transaction for them can no longer commit; abandon the cycle.
+   */
+  readonly lost: boolean;
+}
+
+/**
+ * Rebalance callbacks. They run inside `poll()` (the only place a rebalance is served), one at a time,
+ * and the rebalance does not proceed until the returned promise settles:
+ * - `onRevoked` may finish the cycle (announce and commit, revoked partitions included) or abandon it
+ *   before it returns; the partitions move to another member only afterwards (the revocation rule).
+ * - `onAssigned` runs before any record of the new partitions is returned; reading starts at the
+ *   group's committed offset (or `auto.offset.reset` when there is none) unless it seeks.
+ * A callback that throws makes `poll()` reject with that error after the rebalance step completed.
+ */
+export interface RebalanceListener {
+  onAssigned(partitions: readonly TopicPartition[]): Promise<void> | void;
+  onRevoked(partitions: readonly TopicPartition[], info: RevokeInfo): Promise<void> | void;
+}
+
+/**
+ * The consumer's group membership as the broker will check it in a transactional offset commit (group
+ * id, member id, generation). Opaque: only the adapter that created it can use it.
+ */
+declare const groupMetadataBrand: unique symbol;
+export interface ConsumerGroupMetadata {
+  readonly groupId: string;
+  /** Brand: created by an adapter, never by hand. */
+  readonly [groupMetadataBrand]: true;
+}
+
+export interface PollOptions {
+  /** At most this many records (back-pressure: the caller asks only for what it can take). */
+  readonly maxRecords: number;
+  /** How long to wait for the first record. */
+  readonly timeoutMs: number;
+}
+
+export interface CommittedOffset extends TopicPartition {
+  /** Null when the group has no committed offset for the partition. */
+  readonly offset: bigint | null;
+}
+
+export interface KafkaSource {
+  readonly groupId: string;
+  /** Joins the group. The listener is called from within `poll()`. */
+  subscribe(subscription: Subscription, listener: RebalanceListener): Promise<void>;
+  /** Up to `maxRecords` records of currently assigned, unpaused partitions, in offset order per partition. */
+  poll(options: PollOptions): Promise<RawRecord[]>;
+  pause(partitions: readonly TopicPartition[]): void;
+  resume(partitions: readonly TopicPartition[]): void;
+  /** The next `poll()` returns records of the partition from `offset` on (discarding anything prefetched). */
+  seek(position: TopicPartitionOffset): Promise<void>;
+  /** The group's committed offsets (stable: waits out pending transactional commits). */
+  committed(partitions: readonly TopicPartition[], timeoutMs?: number): Promise<CommittedOffset[]>;
+  /** The consumer's in-memory read position (next offset it returns), null before it read anything. */
+  position(partitions: readonly TopicPartition[]): CommittedOffset[];
+  assignment(): TopicPartition[];
+  /**
+   * The abort rule: seek every assigned partition back to the group's committed offset (or, without one,
+   * to the first offset returned since it was assigned), so the next poll re-reads the aborted cycle.
+   */
+  rewindToCommitted(timeoutMs?: number): Promise<void>;
+  /** For `TransactionalProducer.sendOffsetsToTransaction`. */
+  groupMetadata(): ConsumerGroupMetadata;
+  /** Leaves the group (revoking through the listener first) and releases the client. */
+  close(): Promise<void>;
+}
+
+/** A record to produce; a null partition lets the key choose. */
+export interface OutgoingRecord {
+  readonly topic: string;
+  readonly partition?: number | null;
+  readonly key: Uint8Array | string | null;
+  readonly value: Uint8Array | null;
+  readonly headers?: readonly RecordHeader[];
+  readonly timestamp?: number;
+}
+
+export interface TransactionalProducer {
+  readonly transactionalId: string;
+  /** Registers the transactional id and fences every earlier producer that used it. Call once. */
+  initTransactions(timeoutMs?: number): Promise<void>;
+  beginTransaction(): Promise<void>;
+  /** Queues records in the open transaction; delivery is confirmed (or fails) at commit. */
+  send(records: readonly OutgoingRecord[]): Promise<void>;
+  sendOffsetsToTransaction(offsets: readonly TopicPartitionOffset[], group: ConsumerGroupMetadata, timeoutMs?: number): Promise<void>;
+  commitTransaction(timeoutMs?: number): Promise<void>;
+  abortTransaction(timeoutMs?: number): Promise<void>;
+  close(): Promise<void>;
+}
+
+export interface ControlRead {
+  readonly records: RawRecord[];
+  /** Per partition, where this read stopped: the last stable offset it read up to (exclusive). */
+  readonly endOffsets: readonly TopicPartitionOffset[];
+}
+
+/**
+ * The committer's reader: `isolation.level=read_committed` (aborted and open transactions are never
+ * returned), `auto.offset.reset=error` (a start position outside the log is a `FatalError`, never a
+ * silent jump). `read` returns every committed record from each start position up to the partition's
+ * last stable offset as of the call.
+ */
+export interface ControlTopicReader {
+  read(from: readonly TopicPartitionOffset[], options?: { readonly timeoutMs?: number; readonly maxRecords?: number }): Promise<ControlRead>;
+  close(): Promise<void>;
+}
+
+export interface TopicSpec {
+  readonly name: string;
+  readonly partitions: number;
+  /** -1: the broker default. */
+  readonly replicationFactor: number;
+  readonly configs?: Readonly<Record<string, string>>;
+}
+
+export interface Watermarks extends TopicPartition {
+  readonly low: bigint;
+  readonly high: bigint;
+  /** The last stable offset (high watermark under read_committed). */
+  readonly lastStable: bigint;
+}
+
+export interface KafkaAdmin {
+  /** Creates the topic unless it exists; true when this call created it. */
+  ensureTopic(spec: TopicSpec): Promise<boolean>;
+  deleteTopic(name: string): Promise<void>;
+  /** The Kafka cluster id (as brokers report it in metadata). */
+  clusterId(): Promise<string>;
+  /** The topic's id as a UUID string; a recreated topic has a new one. */
+  topicId(topic: string): Promise<string>;
+  /** Partition count of an existing topic. */
+  partitionCount(topic: string): Promise<number>;
+  watermarks(topic: string): Promise<Watermarks[]>;
+  close(): Promise<void>;
+}
+
+/**
+ * The transaction cannot commit and must be aborted (KIP-98 "abortable" errors, including a stale
+ * consumer group generation under KIP-447). After aborting, rewind every assigned partition to its
+ * committed offset and run a new cycle: the retry is safe because nothing of the aborted transaction
+ * became visible.
+ */
+export class TransactionAbortRequiredError extends RetriableError {
+  readonly abortRequired = true;
+  constructor(message: string, options?: ErrorOptions) {
+    super(message, options);
+  }
+}
+
+/** Another producer with the same transactional.id (or a newer epoch) took over: this one is a zombie. */
+export function fencedError(message: string, options: ErrorOptions = {}): FatalError {
+  return new FatalError(message, { ...options, context: { ...options.context, reason: 'fenced' } });
+}
+
+export function isFenced(error: unknown): boolean {
+  return error instanceof FatalError && error.context['reason'] === 'fenced';
+}
+
+export function requiresAbort(error: unknown): error is TransactionAbortRequiredError {
+  return error instanceof TransactionAbortRequiredError;
+}
+
+/** `topic[partition]`, for maps and messages. */
+export function partitionKey(tp: TopicPartition): string {
+  return `${tp.topic}[${tp.partition}]`;
+}
+
+export function isIcefloeError(error: unknown): error is IcefloeError {
+  return error instanceof IcefloeError;
+}

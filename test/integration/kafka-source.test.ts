@@ -1,0 +1,180 @@
+/**
+ * The confluent KafkaSource against the stack's broker: exact batch consumption with manual offsets only,
+ * pause/resume/seek, regex subscriptions, and cooperative rebalance callbacks whose async revoke work
+ * (including a transactional commit) finishes before the partitions reach the other member.
+ */
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { ConfluentKafkaSource, ConfluentTransactionalProducer } from '../../src/consume/confluent/index.ts';
+import type { RawRecord, RebalanceListener, TopicPartition } from '../../src/consume/port.ts';
+import { FAST_GROUP, kafkaSettings, pollUntil, produce, sleep, text, unique, withTopics } from '../helpers/kafka.ts';
+
+const NO_LISTENER: RebalanceListener = { onAssigned: () => undefined, onRevoked: () => undefined };
+
+function coords(records: readonly RawRecord[]): string[] {
+  return records.map((r) => `${r.topic}/${r.partition}/${r.offset}/${text(r.value)}`).sort();
+}
+
+test('KafkaSource: consumes a produced batch exactly, with keys, headers and timestamps; commits nothing on its own', async (t) => {
+  const topic = unique('src-exact');
+  await withTopics(t, [{ name: topic, partitions: 2 }]);
+  const produced = Array.from({ length: 20 }, (_, i) => ({ topic, partition: i % 2, key: `k${i}`, value: `v${i}`, headers: { h: `x${i}` } }));
+  await produce(produced);
+
+  const groupId = unique('connect-exact');
+  const source = await ConfluentKafkaSource.connect({ settings: await kafkaSettings(), overrides: FAST_GROUP, groupId });
+  t.after(() => source.close());
+  await source.subscribe({ kind: 'list', topics: [topic] }, NO_LISTENER);
+  const got = await pollUntil(source, (g) => g.length >= 20);
+  await sleep(300);
+  got.push(...(await source.poll({ maxRecords: 100, timeoutMs: 200 })));
+
+  assert.equal(got.length, 20, 'no record twice, none missing');
+  const expected = produced.map((r, i) => `${topic}/${r.partition}/${Math.floor(i / 2)}/v${i}`).sort();
+  assert.deepEqual(coords(got), expected);
+  for (const r of got) {
+    assert.equal(typeof r.offset, 'bigint');
+    assert.ok(r.value instanceof Uint8Array);
+    const i = Number(text(r.value)?.slice(1));
+    assert.equal(text(r.key), `k${i}`);
+    assert.deepEqual(r.headers.map((h) => [h.key, text(h.value)]), [['h', `x${i}`]]);
+    assert.ok(r.timestamp !== null && Math.abs(r.timestamp - Date.now()) < 60_000);
+  }
+  // Per partition in offset order.
+  for (const p of [0, 1]) {
+    const offsets = got.filter((r) => r.partition === p).map((r) => r.offset);
+    assert.deepEqual(offsets, [...offsets].sort((a, b) => (a < b ? -1 : 1)));
+  }
+  const tps: TopicPartition[] = [{ topic, partition: 0 }, { topic, partition: 1 }];
+  assert.deepEqual(source.assignment().map((p) => p.partition).sort(), [0, 1]);
+  assert.deepEqual(source.position(tps).map((p) => p.offset), [10n, 10n]);
+  // Manual offsets only: nothing was committed by reading.
+  assert.deepEqual((await source.committed(tps)).map((c) => c.offset), [null, null]);
+});
+
+test('KafkaSource: pause holds a partition back, resume releases it, seek re-reads from an offset', async (t) => {
+  const topic = unique('src-pause');
+  await withTopics(t, [{ name: topic, partitions: 2 }]);
+  await produce(Array.from({ length: 6 }, (_, i) => ({ topic, partition: i % 2, value: `a${i}` })));
+  const source = await ConfluentKafkaSource.connect({ settings: await kafkaSettings(), overrides: FAST_GROUP, groupId: unique('connect-pause') });
+  t.after(() => source.close());
+  await source.subscribe({ kind: 'list', topics: [topic] }, NO_LISTENER);
+  await pollUntil(source, (g) => g.length >= 6);
+
+  source.pause([{ topic, partition: 0 }]);
+  await produce(Array.from({ length: 6 }, (_, i) => ({ topic, partition: i % 2, value: `b${i}` })));
+  const whilePaused = await pollUntil(source, (g) => g.length >= 3);
+  await sleep(500);
+  whilePaused.push(...(await source.poll({ maxRecords: 100, timeoutMs: 300 })));
+  assert.deepEqual(whilePaused.map((r) => r.partition), [1, 1, 1], 'a paused partition returns nothing');
+
+  source.resume([{ topic, partition: 0 }]);
+  const resumed = await pollUntil(source, (g) => g.length >= 3);
+  assert.deepEqual(resumed.map((r) => `${r.partition}@${r.offset}`), ['0@3', '0@4', '0@5']);
+
+  await source.seek({ topic, partition: 1, offset: 1n });
+  const reread = await pollUntil(source, (g) => g.length >= 5);
+  assert.deepEqual(reread.map((r) => `${r.partition}@${r.offset}`), ['1@1', '1@2', '1@3', '1@4', '1@5']);
+});
+
+test('KafkaSource: topics.regex matches whole topic names only', async (t) => {
+  const prefix = unique('src-rx');
+  const a = `${prefix}-a`;
+  const b = `${prefix}-b`;
+  const other = `${prefix}-a-not`;
+  await withTopics(t, [{ name: a, partitions: 1 }, { name: b, partitions: 1 }, { name: other, partitions: 1 }]);
+  await produce([{ topic: a, partition: 0, value: 'a' }, { topic: b, partition: 0, value: 'b' }, { topic: other, partition: 0, value: 'other' }]);
+  const source = await ConfluentKafkaSource.connect({ settings: await kafkaSettings(), overrides: FAST_GROUP, groupId: unique('connect-rx') });
+  t.after(() => source.close());
+  await source.subscribe({ kind: 'regex', pattern: `${prefix}-[ab]` }, NO_LISTENER);
+  const got = await pollUntil(source, (g) => g.length >= 2);
+  await sleep(500);
+  got.push(...(await source.poll({ maxRecords: 100, timeoutMs: 300 })));
+  assert.deepEqual(got.map((r) => text(r.value)).sort(), ['a', 'b']);
+});
+
+test('KafkaSource: cooperative rebalance; onRevoked commits its cycle and finishes before the other member gets the partitions', async (t) => {
+  const topic = unique('src-rebalance');
+  const control = unique('src-rebalance-control');
+  await withTopics(t, [{ name: topic, partitions: 4 }, { name: control, partitions: 1 }]);
+  await produce(Array.from({ length: 40 }, (_, i) => ({ topic, partition: i % 4, value: `r${i}` })));
+  const settings = await kafkaSettings();
+  const groupId = unique('connect-rebalance');
+  const log: string[] = [];
+  const at = (what: string): void => void log.push(`${Date.now()} ${what}`);
+
+  const a = await ConfluentKafkaSource.connect({ settings, overrides: FAST_GROUP, groupId });
+  t.after(() => a.close());
+  const producerA = await ConfluentTransactionalProducer.connect({ settings, transactionalId: unique('rebalance-task-0') });
+  t.after(() => producerA.close());
+  await producerA.initTransactions();
+
+  let aAssigned: TopicPartition[] = [];
+  let aRevoked: TopicPartition[] = [];
+  let revokeDoneAt = 0;
+  let committedInRevoke: { partition: number; offset: bigint }[] = [];
+  await a.subscribe({ kind: 'list', topics: [topic] }, {
+    onAssigned: (ps) => {
+      aAssigned = [...aAssigned, ...ps];
+      at(`A assigned ${ps.map((p) => p.partition).join(',')}`);
+    },
+    onRevoked: async (ps, info) => {
+      if (revokeDoneAt !== 0) return; // only the first revoke runs a cycle (close() revokes the rest)
+      at(`A revoke start ${ps.map((p) => p.partition).join(',')} lost=${info.lost}`);
+      aRevoked = [...aRevoked, ...ps];
+      assert.equal(info.lost, false);
+      // The revocation rule: finish the cycle for the revoked partitions before returning. The group
+      // generation is still current, so a transactional offset commit must succeed here.
+      const positions = a.position(ps).filter((p) => p.offset !== null) as { topic: string; partition: number; offset: bigint }[];
+      await producerA.beginTransaction();
+      await producerA.send([{ topic: control, key: 'task-0', value: new TextEncoder().encode(`revoke ${ps.map((p) => p.partition).join(',')}`) }]);
+      await producerA.sendOffsetsToTransaction(positions, a.groupMetadata());
+      await producerA.commitTransaction();
+      committedInRevoke = positions.map((p) => ({ partition: p.partition, offset: p.offset }));
+      await sleep(1500); // slow revoke work: the other member must still wait
+      revokeDoneAt = Date.now();
+      at('A revoke done');
+    },
+  });
+  const firstRead = await pollUntil(a, (g) => g.length >= 40);
+  assert.equal(firstRead.length, 40);
+  assert.deepEqual(aAssigned.map((p) => p.partition).sort(), [0, 1, 2, 3]);
+
+  const b = await ConfluentKafkaSource.connect({ settings, overrides: FAST_GROUP, groupId });
+  t.after(() => b.close());
+  const bAssigned: { partition: number; at: number }[] = [];
+  await b.subscribe({ kind: 'list', topics: [topic] }, {
+    onAssigned: (ps) => {
+      for (const p of ps) bAssigned.push({ partition: p.partition, at: Date.now() });
+      at(`B assigned ${ps.map((p) => p.partition).join(',')}`);
+    },
+    onRevoked: () => undefined,
+  });
+  // Both members poll concurrently until B holds partitions and A's revoke finished.
+  const end = Date.now() + 20_000;
+  const bRecords: RawRecord[] = [];
+  let stopA = false;
+  const loopA = (async () => {
+    while (!stopA) await a.poll({ maxRecords: 100, timeoutMs: 100 });
+  })();
+  while ((bAssigned.length === 0 || revokeDoneAt === 0) && Date.now() < end) {
+    bRecords.push(...(await b.poll({ maxRecords: 100, timeoutMs: 100 })));
+  }
+  stopA = true;
+  await loopA;
+  assert.ok(bAssigned.length > 0, `B never got partitions: ${log.join(' | ')}`);
+
+  // Cooperative: A lost only what moved to B and kept the rest without being revoked.
+  assert.deepEqual(bAssigned.map((p) => p.partition).sort(), aRevoked.map((p) => p.partition).sort(), log.join(' | '));
+  assert.equal(aRevoked.length, 2);
+  assert.deepEqual(a.assignment().map((p) => p.partition).sort(), [0, 1, 2, 3].filter((p) => !aRevoked.some((r) => r.partition === p)));
+  // The handover waited for the revoke's async work.
+  for (const p of bAssigned) assert.ok(p.at >= revokeDoneAt, `B got ${p.partition} at ${p.at}, before A's revoke finished at ${revokeDoneAt}: ${log.join(' | ')}`);
+  // B resumes exactly where A's revoke-time transaction committed: nothing is read twice.
+  const bOffsets = await b.committed(bAssigned.map((p) => ({ topic, partition: p.partition })));
+  assert.deepEqual(bOffsets.map((c) => c.offset), bAssigned.map(() => 10n));
+  assert.deepEqual(committedInRevoke.map((c) => c.offset), [10n, 10n]);
+  await produce([{ topic, partition: bAssigned[0]?.partition ?? 0, value: 'after' }]);
+  const more = await pollUntil(b, (g) => bRecords.length + g.length >= 1);
+  assert.deepEqual([...bRecords, ...more].map((r) => `${text(r.value)}@${r.offset}`), ['after@10']);
+});

@@ -1,0 +1,116 @@
+/**
+ * Pure parts of the Kafka adapter: error translation (by code and librdkafka's flags, never text), the
+ * enforced client settings, topic-level property split, regex anchoring, offset and topic-id conversion,
+ * and the cluster-id log line.
+ */
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { ConfigError, FatalError, RetriableError } from '../../../src/core/errors.ts';
+import { TransactionAbortRequiredError, isFenced, requiresAbort } from '../../../src/consume/port.ts';
+import { KAFKA_CODES, translateKafkaError } from '../../../src/consume/confluent/errors.ts';
+import {
+  controlReaderConfig, offsetFromNumber, offsetToNumber, regexSubscription, sourceConsumerConfig, splitTopicConfig,
+  transactionalProducerConfig, uuidFromHalves, clusterIdFromLogLine,
+} from '../../../src/consume/confluent/settings.ts';
+
+const BASE = { 'bootstrap.servers': 'localhost:9092' };
+
+test('translate: fenced producer codes are a fenced FatalError, whatever the flags say', () => {
+  for (const code of [KAFKA_CODES.ERR__FENCED, KAFKA_CODES.ERR_PRODUCER_FENCED, KAFKA_CODES.ERR_INVALID_PRODUCER_EPOCH]) {
+    const e = translateKafkaError({ code, message: 'whatever', isFatal: true, isRetriable: false, isTxnRequiresAbort: false }, 'commit-transaction');
+    assert.ok(e instanceof FatalError);
+    assert.ok(isFenced(e));
+    assert.equal(e.retriable, false);
+  }
+  // After fencing, librdkafka answers with a generic fatal error: still fenced.
+  assert.ok(isFenced(translateKafkaError({ code: KAFKA_CODES.ERR__FATAL, isFatal: true }, 'begin-transaction', true)));
+  assert.ok(!isFenced(translateKafkaError({ code: KAFKA_CODES.ERR__FATAL, isFatal: true }, 'begin-transaction', false)));
+});
+
+test('translate: abortable transaction errors and a stale group member ask for abort-and-rewind', () => {
+  const flagged = translateKafkaError({ code: KAFKA_CODES.ERR_UNKNOWN_MEMBER_ID, isTxnRequiresAbort: true, isRetriable: false }, 'send-offsets');
+  assert.ok(flagged instanceof TransactionAbortRequiredError);
+  assert.ok(flagged instanceof RetriableError);
+  assert.ok(requiresAbort(flagged));
+  // The flag decides, not the text: same code, same message, no flag, outside a transaction → not abortable.
+  assert.ok(!requiresAbort(translateKafkaError({ code: KAFKA_CODES.ERR_UNKNOWN_MEMBER_ID, message: 'Broker: Unknown member' }, 'committed')));
+  assert.ok(requiresAbort(translateKafkaError({ code: KAFKA_CODES.ERR_ILLEGAL_GENERATION }, 'send-offsets')));
+  assert.ok(requiresAbort(translateKafkaError({ code: KAFKA_CODES.ERR_INVALID_TXN_STATE, isTxnRequiresAbort: true }, 'commit-transaction')));
+});
+
+test('translate: retriable, config, offset-reset and unknown errors', () => {
+  assert.ok(translateKafkaError({ code: KAFKA_CODES.ERR__TRANSPORT }, 'poll') instanceof RetriableError);
+  assert.ok(translateKafkaError({ code: 12345, isRetriable: true }, 'poll') instanceof RetriableError);
+  assert.ok(translateKafkaError({ code: KAFKA_CODES.ERR__TIMED_OUT, isRetriable: true }, 'commit-transaction') instanceof RetriableError);
+  assert.ok(translateKafkaError({ code: KAFKA_CODES.ERR_TOPIC_AUTHORIZATION_FAILED }, 'poll') instanceof ConfigError);
+  assert.ok(translateKafkaError({ code: KAFKA_CODES.ERR__AUTO_OFFSET_RESET }, 'read-control') instanceof FatalError);
+  const unknown = translateKafkaError({ code: 9999, message: 'retry me maybe' }, 'poll');
+  assert.ok(unknown instanceof FatalError, 'unknown errors stop rather than loop');
+  assert.deepEqual(unknown.context, { operation: 'poll', kafkaCode: 9999, kafkaError: 'code 9999' });
+  assert.ok(translateKafkaError(new Error('boom'), 'poll') instanceof FatalError);
+  const own = new RetriableError('ours');
+  assert.equal(translateKafkaError(own, 'poll'), own);
+});
+
+test('settings: the source consumer enforces manual offsets, cooperative-sticky and the group; defaults earliest', () => {
+  const c = sourceConsumerConfig(BASE, { 'fetch.max.bytes': '1000' }, 'connect-orders');
+  assert.equal(c['group.id'], 'connect-orders');
+  assert.equal(c['enable.auto.commit'], 'false');
+  assert.equal(c['enable.auto.offset.store'], 'false');
+  assert.equal(c['partition.assignment.strategy'], 'cooperative-sticky');
+  assert.equal(c['auto.offset.reset'], 'earliest');
+  assert.equal(c['fetch.max.bytes'], '1000');
+  assert.equal(sourceConsumerConfig(BASE, { 'auto.offset.reset': 'latest' }, 'g')['auto.offset.reset'], 'latest');
+  assert.equal(sourceConsumerConfig(BASE, { 'enable.auto.commit': 'FALSE' }, 'g')['enable.auto.commit'], 'false');
+  assert.throws(() => sourceConsumerConfig(BASE, { 'enable.auto.commit': 'true' }, 'g'), ConfigError);
+  assert.throws(() => sourceConsumerConfig(BASE, { 'enable.auto.offset.store': 'true' }, 'g'), ConfigError);
+  assert.throws(() => sourceConsumerConfig(BASE, { 'partition.assignment.strategy': 'range' }, 'g'), ConfigError);
+  assert.throws(() => sourceConsumerConfig(BASE, { 'group.id': 'other' }, 'g'), ConfigError);
+  assert.throws(() => sourceConsumerConfig({}, undefined, 'g'), ConfigError);
+  // The KIP-848 protocol assigns on the broker: no client-side strategy.
+  assert.equal(sourceConsumerConfig(BASE, { 'group.protocol': 'consumer' }, 'g')['partition.assignment.strategy'], undefined);
+});
+
+test('settings: producer and control reader', () => {
+  const p = transactionalProducerConfig({ ...BASE, 'security.protocol': 'SASL_SSL' }, { acks: 'all' }, 'orders-0');
+  assert.equal(p['transactional.id'], 'orders-0');
+  assert.equal(p['enable.idempotence'], 'true');
+  assert.equal(p['security.protocol'], 'SASL_SSL');
+  assert.throws(() => transactionalProducerConfig(BASE, { 'enable.idempotence': 'false' }, 'orders-0'), ConfigError);
+  assert.throws(() => transactionalProducerConfig(BASE, undefined, ''), ConfigError);
+  const r = controlReaderConfig(BASE, 'reader-1');
+  assert.equal(r['isolation.level'], 'read_committed');
+  assert.equal(r['auto.offset.reset'], 'error');
+  assert.throws(() => controlReaderConfig({ ...BASE, 'isolation.level': 'read_uncommitted' }, 'r'), ConfigError);
+  assert.throws(() => controlReaderConfig({ ...BASE, 'auto.offset.reset': 'earliest' }, 'r'), ConfigError);
+});
+
+test('settings: topic-level properties go to the topic configuration', () => {
+  const { global, topic } = splitTopicConfig({ 'bootstrap.servers': 'b', 'auto.offset.reset': 'error', acks: 'all', 'group.id': 'g' });
+  assert.deepEqual(global, { 'bootstrap.servers': 'b', 'group.id': 'g' });
+  assert.deepEqual(topic, { 'auto.offset.reset': 'error', acks: 'all' });
+});
+
+test('regex subscriptions are anchored at both ends for librdkafka', () => {
+  assert.equal(regexSubscription('orders-.*'), '^(orders-.*)$');
+  assert.equal(regexSubscription('^orders-.*$'), '^(orders-.*)$');
+  assert.equal(regexSubscription('price\\$'), '^(price\\$)$');
+  assert.throws(() => regexSubscription(''), ConfigError);
+});
+
+test('offsets and topic ids', () => {
+  assert.equal(offsetFromNumber(5), 5n);
+  assert.equal(offsetFromNumber(-1001), null);
+  assert.equal(offsetFromNumber(undefined), null);
+  assert.equal(offsetToNumber(42n), 42);
+  assert.throws(() => offsetToNumber(-1n), ConfigError);
+  assert.throws(() => offsetToNumber(2n ** 53n), ConfigError);
+  assert.equal(uuidFromHalves(0x0123456789abcdefn, -1n), '01234567-89ab-cdef-ffff-ffffffffffff');
+  assert.equal(uuidFromHalves(0n, 1n), '00000000-0000-0000-0000-000000000001');
+});
+
+test('cluster id from librdkafka\'s metadata debug line', () => {
+  assert.equal(clusterIdFromLogLine('[thrd:main]: 127.0.0.1:9092/bootstrap: ClusterId: ZgR_v0IiSVKhj9Rc8E15QQ, ControllerId: 1'), 'ZgR_v0IiSVKhj9Rc8E15QQ');
+  assert.equal(clusterIdFromLogLine('Topic t partition count changed'), undefined);
+  assert.equal(clusterIdFromLogLine('ClusterId: short, ControllerId: 1'), undefined);
+});
