@@ -156,6 +156,7 @@ export interface TransactionalProducer {
 }
 
 export interface ControlRead {
+  /** In offset order within each partition; partitions interleave in no particular order. */
   readonly records: RawRecord[];
   /** Per partition, where this read stopped: the last stable offset it read up to (exclusive). */
   readonly endOffsets: readonly TopicPartitionOffset[];

@@ -7,7 +7,7 @@ import { randomUUID } from 'node:crypto';
 import { RdKafka } from '@confluentinc/kafka-javascript';
 import { ConfluentKafkaAdmin } from '../../src/consume/confluent/index.ts';
 import type { ClientSettings } from '../../src/consume/confluent/index.ts';
-import type { KafkaSource, RawRecord } from '../../src/consume/port.ts';
+import type { ControlRead, ControlTopicReader, KafkaSource, RawRecord, TopicPartitionOffset } from '../../src/consume/port.ts';
 import { requireReachable, stackEndpoints } from './stack.ts';
 
 export function unique(prefix: string): string {
@@ -92,4 +92,24 @@ export function text(bytes: Uint8Array | null): string | null {
 
 export function sleep(ms: number): Promise<void> {
   return new Promise((resolve) => setTimeout(resolve, ms));
+}
+
+/**
+ * Reads the control topic until `count` records are visible (bounded). A commit returns once the
+ * transaction coordinator has logged it; the commit markers that move each partition's last stable offset
+ * are written just after, so a read right after a commit may legitimately stop short of it.
+ */
+export async function readUntil(
+  reader: ControlTopicReader,
+  from: readonly TopicPartitionOffset[],
+  count: number,
+  deadlineMs = 10_000,
+): Promise<ControlRead> {
+  const until = Date.now() + deadlineMs;
+  let got = await reader.read(from);
+  while (got.records.length < count && Date.now() < until) {
+    await sleep(100);
+    got = await reader.read(from);
+  }
+  return got;
 }

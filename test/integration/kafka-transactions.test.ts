@@ -9,7 +9,7 @@ import { ConfluentControlTopicReader, ConfluentKafkaSource, ConfluentTransaction
 import { FatalError } from '../../src/core/errors.ts';
 import { isFenced } from '../../src/consume/port.ts';
 import type { RebalanceListener } from '../../src/consume/port.ts';
-import { FAST_GROUP, kafkaSettings, pollUntil, produce, text, unique, withTopics } from '../helpers/kafka.ts';
+import { FAST_GROUP, kafkaSettings, pollUntil, produce, readUntil, text, unique, withTopics } from '../helpers/kafka.ts';
 
 const NO_LISTENER: RebalanceListener = { onAssigned: () => undefined, onRevoked: () => undefined };
 const utf8 = (s: string): Uint8Array => new TextEncoder().encode(s);
@@ -39,7 +39,7 @@ test('transaction: commit makes the announcement and the group offsets visible t
   await producer.sendOffsetsToTransaction([{ ...tp, offset: 5n }], source.groupMetadata());
   await producer.commitTransaction();
   assert.deepEqual((await source.committed([tp])).map((c) => c.offset), [5n]);
-  const afterCommit = await reader.read([{ topic: control, partition: 0, offset: 0n }]);
+  const afterCommit = await readUntil(reader, [{ topic: control, partition: 0, offset: 0n }], 1);
   assert.deepEqual(afterCommit.records.map((r) => text(r.value)), ['announce cycle 1']);
 
   // Cycle 2: consume 3 more, announce, send offsets 8, abort.
