@@ -21,12 +21,13 @@
  * value that does not fit its column (null into a required column, a decimal too wide, invalid UTF-8)
  * raise a DataError naming the field, after `abortRecord()` rolled the partial record back.
  */
+import { columnFor } from './sink.ts';
 import { ConfigError, DataError, FatalError, IcefloeError } from '../core/errors.ts';
 import type { IcebergType, NestedField, Schema, StructType } from '../iceberg/types.ts';
 import { resolveAvroSchema, unionShape } from './avro-schema.ts';
 import type { AvroLogical, AvroRecord, AvroType, AvroUnion } from './avro-schema.ts';
 import type { SchemaResolver } from './registry-port.ts';
-import type { NullableSink, RecordSink } from './sink.ts';
+import type { RecordSink } from './sink.ts';
 
 // ---------------------------------------------------------------------------------------------------
 // Reading primitives
@@ -196,42 +197,6 @@ function describe(w: AvroType): string {
   return `${w.type}${logical}`;
 }
 
-/** The typed column for a target, as a sink that at least takes nulls. */
-function lookup(sink: RecordSink, t: Target): NullableSink {
-  switch (t.type.kind) {
-    case 'boolean':
-      return sink.boolean(t.id);
-    case 'int':
-    case 'date':
-      return sink.int(t.id);
-    case 'long':
-    case 'time':
-    case 'timestamp':
-    case 'timestamptz':
-    case 'timestamp_ns':
-    case 'timestamptz_ns':
-      return sink.long(t.id);
-    case 'float':
-      return sink.float(t.id);
-    case 'double':
-      return sink.double(t.id);
-    case 'decimal':
-      return sink.decimal(t.id);
-    case 'string':
-      return sink.string(t.id);
-    case 'binary':
-      return sink.binary(t.id);
-    case 'fixed':
-    case 'uuid':
-      return sink.fixed(t.id);
-    case 'struct':
-      return sink.struct(t.id);
-    case 'list':
-      return sink.list(t.id);
-    case 'map':
-      return sink.map(t.id);
-  }
-}
 
 /** Time unit of a writer number, in nanoseconds per unit; 0 for "not a time" (a plain int/long). */
 type Category = 'date' | 'time' | 'instant' | 'none';
@@ -324,7 +289,7 @@ class Compiler {
         return this.union(w, t);
       case 'null':
         return (sink) => {
-          const col = lookup(sink, t);
+          const col = columnFor(sink, t);
           return () => col.appendNull();
         };
       case 'boolean':
@@ -597,7 +562,7 @@ class Compiler {
       const inner = only === undefined ? undefined : this.value(only, t);
       const valueIndex = only === undefined ? -1 : w.branches.indexOf(only);
       return (sink) => {
-        const col = lookup(sink, t);
+        const col = columnFor(sink, t);
         const step = inner === undefined ? undefined : inner(sink);
         return (r) => {
           const i = readLong(r);

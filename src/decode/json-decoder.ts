@@ -36,10 +36,11 @@
  * boolean, an array → list of its first non-null element's type (an empty or all-null array → list<string>),
  * null → string. Every field, element and value is optional (nothing in schemaless JSON promises presence).
  */
+import { columnFor } from './sink.ts';
 import { ConfigError, DataError, IcefloeError } from '../core/errors.ts';
 import { assignFreshIds } from '../iceberg/schema.ts';
 import type { IcebergType, NestedField, Schema } from '../iceberg/types.ts';
-import type { NullableSink, RecordSink } from './sink.ts';
+import type { RecordSink } from './sink.ts';
 
 // ---------------------------------------------------------------------------------------------------
 // Connect schema → Iceberg
@@ -240,41 +241,6 @@ function bad(path: string, what: string, v: unknown): DataError {
   return new DataError(`field ${path}: ${shown} is not ${what}`, { context: { field: path } });
 }
 
-function lookup(sink: RecordSink, t: Target): NullableSink {
-  switch (t.type.kind) {
-    case 'boolean':
-      return sink.boolean(t.id);
-    case 'int':
-    case 'date':
-      return sink.int(t.id);
-    case 'long':
-    case 'time':
-    case 'timestamp':
-    case 'timestamptz':
-    case 'timestamp_ns':
-    case 'timestamptz_ns':
-      return sink.long(t.id);
-    case 'float':
-      return sink.float(t.id);
-    case 'double':
-      return sink.double(t.id);
-    case 'decimal':
-      return sink.decimal(t.id);
-    case 'string':
-      return sink.string(t.id);
-    case 'binary':
-      return sink.binary(t.id);
-    case 'fixed':
-    case 'uuid':
-      return sink.fixed(t.id);
-    case 'struct':
-      return sink.struct(t.id);
-    case 'list':
-      return sink.list(t.id);
-    case 'map':
-      return sink.map(t.id);
-  }
-}
 
 function integral(v: unknown): bigint | number | undefined {
   if (typeof v === 'number') return Number.isInteger(v) ? v : undefined;
@@ -337,7 +303,7 @@ class Compiler {
     const tt = t.type;
     const path = t.path;
     const withNull = (make: (sink: RecordSink) => Write): ((sink: RecordSink) => Write) => (sink) => {
-      const col = lookup(sink, t);
+      const col = columnFor(sink, t);
       const w = make(sink);
       return (v, s) => {
         if (v === null || v === undefined) col.appendNull();

@@ -31,6 +31,7 @@
  * DataError naming the field, after `abortRecord()` rolled the partial record back. A proto type that
  * cannot be written to its table column is a ConfigError at compile time.
  */
+import { columnFor } from './sink.ts';
 import protobuf from 'protobufjs';
 import { ConfigError, DataError, FatalError, IcefloeError } from '../core/errors.ts';
 import { CONFLUENT_HEADER_BYTES, confluentSchemaId } from './avro-decoder.ts';
@@ -38,7 +39,7 @@ import type { IcebergType, NestedField, Schema } from '../iceberg/types.ts';
 import { mapParts, parseProtobufSchema, ProtobufSchema, realOneof, valueKind } from './protobuf-schema.ts';
 import type { PbField, PbType, ProtobufSource, ValueKind } from './protobuf-schema.ts';
 import type { SchemaResolver } from './registry-port.ts';
-import type { NullableSink, RecordSink } from './sink.ts';
+import type { RecordSink } from './sink.ts';
 
 // ---------------------------------------------------------------------------------------------------
 // Reading primitives (protobuf.dev/programming-guides/encoding)
@@ -256,41 +257,6 @@ function mismatch(path: string, proto: string, t: IcebergType, why = ''): Config
   return new ConfigError(`field ${path}: Protobuf ${proto} cannot be written to Iceberg ${t.kind}${why === '' ? '' : ` (${why})`}`, { context: { field: path } });
 }
 
-function lookup(sink: RecordSink, t: Target): NullableSink {
-  switch (t.type.kind) {
-    case 'boolean':
-      return sink.boolean(t.id);
-    case 'int':
-    case 'date':
-      return sink.int(t.id);
-    case 'long':
-    case 'time':
-    case 'timestamp':
-    case 'timestamptz':
-    case 'timestamp_ns':
-    case 'timestamptz_ns':
-      return sink.long(t.id);
-    case 'float':
-      return sink.float(t.id);
-    case 'double':
-      return sink.double(t.id);
-    case 'decimal':
-      return sink.decimal(t.id);
-    case 'string':
-      return sink.string(t.id);
-    case 'binary':
-      return sink.binary(t.id);
-    case 'fixed':
-    case 'uuid':
-      return sink.fixed(t.id);
-    case 'struct':
-      return sink.struct(t.id);
-    case 'list':
-      return sink.list(t.id);
-    case 'map':
-      return sink.map(t.id);
-  }
-}
 
 const WIRE_OF: Readonly<Record<string, number>> = {
   double: WT_I64,
@@ -528,7 +494,7 @@ class Compiler {
       const s = addSlot(f, spec);
       emitters.push((sink) => {
         const v = spec.bind(sink);
-        const col = lookup(sink, target);
+        const col = columnFor(sink, target);
         const path = target.path;
         // Absent: a field with presence is null (required: a DataError); a proto3 implicit scalar is its default.
         const absent = required
@@ -663,7 +629,7 @@ class Compiler {
     return (sink) => {
       const key = keySpec.bind(sink);
       const val = valSpec.bind(sink);
-      const valCol = lookup(sink, valTarget);
+      const valCol = columnFor(sink, valTarget);
       const valAbsent = messageValue ? (): void => valCol.appendNull() : val.absent;
       return (r, start, end) => {
         let kp = -1;
@@ -978,7 +944,7 @@ class Compiler {
       packable: false,
       bind: (sink) => {
         const iv = inner.bind(sink);
-        const col = lookup(sink, t);
+        const col = columnFor(sink, t);
         const body: Body = (r, start, end) => {
           let vp = -1;
           r.pos = start;

@@ -10,6 +10,8 @@
  * Must not: grow methods the write stage does not have.
  */
 
+import type { IcebergType } from '../iceberg/types.ts';
+
 /** Every column: a null (a DataError from the column when the field is required). */
 export interface NullableSink {
   appendNull(): void;
@@ -100,4 +102,42 @@ export interface RecordSink {
   endRecord(): boolean;
   /** Drops whatever the unfinished record appended. */
   abortRecord(): void;
+}
+
+/** The typed column of field `id` (a table field, list element or map key/value) for its Iceberg type. */
+export function columnFor(sink: RecordSink, target: { readonly id: number; readonly type: IcebergType }): NullableSink {
+  const id = target.id;
+  switch (target.type.kind) {
+    case 'boolean':
+      return sink.boolean(id);
+    case 'int':
+    case 'date':
+      return sink.int(id);
+    case 'long':
+    case 'time':
+    case 'timestamp':
+    case 'timestamptz':
+    case 'timestamp_ns':
+    case 'timestamptz_ns':
+      return sink.long(id);
+    case 'float':
+      return sink.float(id);
+    case 'double':
+      return sink.double(id);
+    case 'decimal':
+      return sink.decimal(id);
+    case 'string':
+      return sink.string(id);
+    case 'binary':
+      return sink.binary(id);
+    case 'fixed':
+    case 'uuid':
+      return sink.fixed(id);
+    case 'struct':
+      return sink.struct(id);
+    case 'list':
+      return sink.list(id);
+    case 'map':
+      return sink.map(id);
+  }
 }
