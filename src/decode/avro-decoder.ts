@@ -21,6 +21,7 @@
  * value that does not fit its column (null into a required column, a decimal too wide, invalid UTF-8)
  * raise a DataError naming the field, after `abortRecord()` rolled the partial record back.
  */
+import { float32At, float64At } from './wire.ts';
 import { columnFor } from './sink.ts';
 import { ConfigError, DataError, FatalError, IcefloeError } from '../core/errors.ts';
 import type { IcebergType, NestedField, Schema, StructType } from '../iceberg/types.ts';
@@ -136,34 +137,16 @@ function readLength(r: AvroReader, path: string): number {
   throw badData(path, `negative length ${n}`);
 }
 
-const SCRATCH = new Uint8Array(8);
-const F32 = new Float32Array(SCRATCH.buffer, 0, 1);
-const F64 = new Float64Array(SCRATCH.buffer, 0, 1);
-
 function readFloat(r: AvroReader): number {
-  const b = r.buf;
-  const p = r.pos;
-  SCRATCH[0] = b[p] as number;
-  SCRATCH[1] = b[p + 1] as number;
-  SCRATCH[2] = b[p + 2] as number;
-  SCRATCH[3] = b[p + 3] as number;
-  r.pos = p + 4;
-  return F32[0] as number;
+  const v = float32At(r.buf, r.pos);
+  r.pos += 4;
+  return v;
 }
 
 function readDouble(r: AvroReader): number {
-  const b = r.buf;
-  const p = r.pos;
-  SCRATCH[0] = b[p] as number;
-  SCRATCH[1] = b[p + 1] as number;
-  SCRATCH[2] = b[p + 2] as number;
-  SCRATCH[3] = b[p + 3] as number;
-  SCRATCH[4] = b[p + 4] as number;
-  SCRATCH[5] = b[p + 5] as number;
-  SCRATCH[6] = b[p + 6] as number;
-  SCRATCH[7] = b[p + 7] as number;
-  r.pos = p + 8;
-  return F64[0] as number;
+  const v = float64At(r.buf, r.pos);
+  r.pos += 8;
+  return v;
 }
 
 // ---------------------------------------------------------------------------------------------------

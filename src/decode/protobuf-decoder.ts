@@ -31,6 +31,7 @@
  * DataError naming the field, after `abortRecord()` rolled the partial record back. A proto type that
  * cannot be written to its table column is a ConfigError at compile time.
  */
+import { float32At, float64At } from './wire.ts';
 import { columnFor } from './sink.ts';
 import protobuf from 'protobufjs';
 import { ConfigError, DataError, FatalError, IcefloeError } from '../core/errors.ts';
@@ -147,27 +148,16 @@ function readU32LE(r: PbReader): number {
   return ((b[p] as number) | ((b[p + 1] as number) << 8) | ((b[p + 2] as number) << 16) | ((b[p + 3] as number) << 24)) >>> 0;
 }
 
-const SCRATCH = new Uint8Array(8);
-const F32 = new Float32Array(SCRATCH.buffer, 0, 1);
-const F64 = new Float64Array(SCRATCH.buffer, 0, 1);
-
 function readFloat(r: PbReader): number {
-  const b = r.buf;
-  const p = r.pos;
-  SCRATCH[0] = b[p] as number;
-  SCRATCH[1] = b[p + 1] as number;
-  SCRATCH[2] = b[p + 2] as number;
-  SCRATCH[3] = b[p + 3] as number;
-  r.pos = p + 4;
-  return F32[0] as number;
+  const v = float32At(r.buf, r.pos);
+  r.pos += 4;
+  return v;
 }
 
 function readDouble(r: PbReader): number {
-  const b = r.buf;
-  const p = r.pos;
-  for (let i = 0; i < 8; i++) SCRATCH[i] = b[p + i] as number;
-  r.pos = p + 8;
-  return F64[0] as number;
+  const v = float64At(r.buf, r.pos);
+  r.pos += 8;
+  return v;
 }
 
 /** A length prefix that the enclosing message (ending at `end`) can hold. */
