@@ -77,6 +77,12 @@ export interface AppendFilesOptions {
   /** Extra snapshot summary properties (control-topic positions, watermark, ...). */
   readonly summary?: Readonly<Record<string, string>>;
   readonly branch?: string;
+  /**
+   * Checked against every table state an attempt builds on: false means the commit's inputs are stale
+   * (another commit advanced what they were derived from), so nothing is committed and the outcome is
+   * `nothing-to-commit`; the caller plans again from the reloaded table.
+   */
+  readonly isCurrent?: (table: LoadedTable) => boolean;
 }
 
 /**
@@ -108,6 +114,7 @@ export async function appendFiles(deps: TableOpsDeps, id: TableIdentifier, optio
       commitId: options.commitId,
       ref: branch,
       async build(table, attempt) {
+        if (options.isCurrent?.(table) === false) return undefined;
         const m = await writeManifestsOnce(table);
         const parentList = parentManifestListLocation(table.metadata, branch);
         const parentManifests = parentList === undefined ? [] : readManifestList(await deps.store.get(parentList)).manifests;

@@ -13,6 +13,9 @@
  * - `ControlTopicReader`: the committer's read_committed reader: from given positions to the last stable
  *   offset, never past it, never with an implicit reset.
  * - `KafkaAdmin`: topic creation, the cluster id and topic ids (fail-closed identity), watermarks.
+ * - `RecordProducer`: a plain idempotent producer (no transactions) that reports where each record
+ *   landed, for tools such as the data generator (`icefloe generate`); never used for the sink's own
+ *   announcements, DLQ records or offsets (those go through `TransactionalProducer`).
  *
  * Error contract (every method): failures are `core/errors.ts` classes, translated once by the adapter.
  * - `FatalError` with `context.reason === 'fenced'` (see `isFenced`): another producer with our
@@ -122,6 +125,11 @@ export interface KafkaSource {
   position(partitions: readonly TopicPartition[]): CommittedOffset[];
   assignment(): TopicPartition[];
   /**
+   * The partition's high watermark as last reported by the broker in a fetch response (no request; null
+   * before the first fetch). Tells a task whether it has read to the end (caught up) when a cycle closes.
+   */
+  highWatermark(partition: TopicPartition): bigint | null;
+  /**
    * The abort rule: seek every assigned partition back to the group's committed offset (or, without one,
    * to the first offset returned since it was assigned), so the next poll re-reads the aborted cycle.
    */
@@ -152,6 +160,30 @@ export interface TransactionalProducer {
   sendOffsetsToTransaction(offsets: readonly TopicPartitionOffset[], group: ConsumerGroupMetadata, timeoutMs?: number): Promise<void>;
   commitTransaction(timeoutMs?: number): Promise<void>;
   abortTransaction(timeoutMs?: number): Promise<void>;
+  close(): Promise<void>;
+}
+
+/** Where a record was written: its own offset (not the next one). */
+export interface DeliveredRecord extends TopicPartition {
+  readonly offset: bigint;
+}
+
+/**
+ * A non-transactional, idempotent producer (`enable.idempotence=true`, `acks=all`): no duplicates or
+ * reordering within a partition from retries, and a record counts as delivered only once every in-sync
+ * replica has it.
+ */
+export interface RecordProducer {
+  /**
+   * Queues the records and resolves once every one of them is delivered, with where each landed (in the
+   * order given). Several calls may be in flight at once; that is how to reach a high rate. Rejects with
+   * the first delivery failure after every record of the call has been settled (so none of the call's
+   * records is still in flight); records of the call may then have been written or not.
+   */
+  send(records: readonly OutgoingRecord[]): Promise<DeliveredRecord[]>;
+  /** Waits until everything queued so far is delivered or failed. */
+  flush(timeoutMs?: number): Promise<void>;
+  /** Flushes, then releases the client. */
   close(): Promise<void>;
 }
 

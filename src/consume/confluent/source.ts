@@ -218,6 +218,15 @@ export class ConfluentKafkaSource implements KafkaSource {
     return [...this.#assigned.values()];
   }
 
+  highWatermark(partition: TopicPartition): bigint | null {
+    try {
+      const w = this.#consumer.getWatermarkOffsets(partition.topic, partition.partition);
+      return typeof w.highOffset === 'number' && w.highOffset >= 0 ? BigInt(w.highOffset) : null;
+    } catch {
+      return null; // not fetched yet
+    }
+  }
+
   async rewindToCommitted(timeoutMs = 10_000): Promise<void> {
     const assigned = this.assignment();
     const committed = await this.committed(assigned, timeoutMs);

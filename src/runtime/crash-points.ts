@@ -1,0 +1,59 @@
+/**
+ * Named crash points: places in the commit protocol where a crash is most likely to lose or duplicate
+ * data, so the crash tests can put a worker down exactly there and prove that a restart repairs it.
+ * Production code calls `reach(point)`; only a test configures one (the environment variables
+ * ICEFLOE_CRASH_POINT / ICEFLOE_CRASH_AFTER, read by cli.ts and passed in through app.ts). When the
+ * configured point is reached for the N-th time, a line naming it goes to stderr (synchronously, so the
+ * test can assert the point was hit) and the process dies by SIGKILL: no finally blocks, no flushes.
+ */
+import { ConfigError } from '../core/errors.ts';
+
+export const CRASH_POINTS = [
+  /** The task closed and uploaded its data files; nothing is announced yet. */
+  'task.after-upload',
+  /** Inside the cycle's Kafka transaction: announcements and offsets sent, commit not yet called. */
+  'task.in-transaction',
+  /** The transaction committed: files announced, offsets committed; the committer has not run yet. */
+  'task.after-announce',
+  /** The catalog applied a table commit; the committer has not seen the reply. */
+  'committer.after-catalog-commit',
+  /** One table of a committer round is committed, the next one is not. */
+  'committer.between-tables',
+] as const;
+export type CrashPoint = (typeof CRASH_POINTS)[number];
+
+export interface CrashPoints {
+  reach(point: CrashPoint): void;
+}
+
+export const NO_CRASH_POINTS: CrashPoints = { reach: () => undefined };
+
+export interface CrashSpec {
+  readonly point: CrashPoint;
+  /** Crash when the point is reached for this time (1 = the first time). */
+  readonly after: number;
+}
+
+/** Parses ICEFLOE_CRASH_POINT / ICEFLOE_CRASH_AFTER values; undefined when no point is set. */
+export function parseCrashSpec(point: string | undefined, after: string | undefined): CrashSpec | undefined {
+  if (point === undefined || point === '') return undefined;
+  if (!(CRASH_POINTS as readonly string[]).includes(point)) {
+    throw new ConfigError(`unknown crash point ${JSON.stringify(point)}; known: ${CRASH_POINTS.join(', ')}`);
+  }
+  const n = after === undefined || after === '' ? 1 : Number(after);
+  if (!Number.isSafeInteger(n) || n < 1) throw new ConfigError(`ICEFLOE_CRASH_AFTER must be a positive integer, got ${JSON.stringify(after)}`);
+  return { point: point as CrashPoint, after: n };
+}
+
+/** Crash points armed for `spec`; `die` must not return (it kills the process). */
+export function armCrashPoints(spec: CrashSpec | undefined, die: (line: string) => never): CrashPoints {
+  if (spec === undefined) return NO_CRASH_POINTS;
+  let hits = 0;
+  return {
+    reach(point) {
+      if (point !== spec.point) return;
+      hits++;
+      if (hits >= spec.after) die(`icefloe: crash point ${point} reached (hit ${hits}); killing the process`);
+    },
+  };
+}

@@ -1,0 +1,138 @@
+/**
+ * The record value formats a sink task reads (Connect's `value.converter`), behind one shape: what the
+ * writer schema of a message is (for auto-create, evolution and the probe) and a decoder into a table's
+ * columns. Avro and Protobuf come Confluent-framed through the Schema Registry; JSON follows Connect's
+ * JsonConverter (with or without the schema envelope); String and ByteArray fill one `value` column.
+ */
+import { createHash } from 'node:crypto';
+import { ConfigError, DataError } from '../core/errors.ts';
+import type { ConverterConfig } from '../config/converters.ts';
+import { avroToIceberg } from '../decode/avro-schema.ts';
+import { confluentSchemaId, ConfluentAvroDecoder } from '../decode/avro-decoder.ts';
+import { confluentMessageIndexes, ConfluentProtobufDecoder } from '../decode/protobuf-decoder.ts';
+import { protobufToIceberg } from '../decode/protobuf-schema.ts';
+import { connectSchemaToIceberg, inferIcebergSchema, JsonConverterDecoder, parseJson, RawColumnDecoder, singleColumnSchema, unwrapEnvelope } from '../decode/json-decoder.ts';
+import type { SchemaResolver } from '../decode/registry-port.ts';
+import type { RecordSink } from '../decode/sink.ts';
+import type { Schema } from '../iceberg/types.ts';
+
+/** Decodes messages into the columns of one table schema. */
+export interface TableDecoder {
+  /** Fetches what `decode` needs for this message (a registry lookup); undefined when nothing is missing. */
+  prepare(msg: Uint8Array): Promise<unknown> | undefined;
+  /** Appends one record and closes it (endRecord's flush hint); DataError for bad bytes. */
+  decode(msg: Uint8Array, sink: RecordSink): boolean;
+}
+
+export interface ValueFormat {
+  /** Equal keys: the same writer schema (no need to look at evolution again). */
+  schemaKey(msg: Uint8Array): string;
+  /** The message's writer schema as an Iceberg schema with fresh ids. */
+  sourceSchema(msg: Uint8Array): Promise<Schema>;
+  decoderFor(table: Schema): TableDecoder;
+}
+
+export interface FormatOptions {
+  readonly caseInsensitive: boolean;
+  readonly forceOptional: boolean;
+}
+
+export function valueFormat(converter: ConverterConfig, resolver: SchemaResolver | undefined, options: FormatOptions): ValueFormat {
+  const needRegistry = (): SchemaResolver => {
+    if (resolver === undefined) throw new ConfigError(`${converter.className} needs value.converter.schema.registry.url`);
+    return resolver;
+  };
+  switch (converter.kind) {
+    case 'avro':
+      return avroFormat(needRegistry(), options);
+    case 'protobuf':
+      return protobufFormat(needRegistry(), options);
+    case 'json':
+      return jsonFormat(converter.schemasEnable, options);
+    case 'string':
+    case 'bytes':
+      return rawFormat(converter.kind === 'string' ? 'string' : 'binary');
+  }
+}
+
+function avroFormat(resolver: SchemaResolver, options: FormatOptions): ValueFormat {
+  return {
+    schemaKey: (msg) => String(confluentSchemaId(msg)),
+    async sourceSchema(msg) {
+      const registered = await resolver.byId(confluentSchemaId(msg));
+      if (registered.type !== 'AVRO') throw new DataError(`schema id ${registered.id} is ${registered.type}, not AVRO`);
+      return avroToIceberg(registered.schema, { forceOptional: options.forceOptional });
+    },
+    decoderFor(table) {
+      const d = new ConfluentAvroDecoder(resolver, table, { caseInsensitive: options.caseInsensitive });
+      return {
+        prepare: (msg) => {
+          const id = confluentSchemaId(msg);
+          return d.program(id) === undefined ? d.prepare(id) : undefined;
+        },
+        decode: (msg, sink) => d.decode(msg, sink),
+      };
+    },
+  };
+}
+
+function protobufFormat(resolver: SchemaResolver, options: FormatOptions): ValueFormat {
+  return {
+    schemaKey: (msg) => {
+      const { indexes } = confluentMessageIndexes(msg);
+      return indexes === null ? String(confluentSchemaId(msg)) : `${confluentSchemaId(msg)}:${indexes.join('.')}`;
+    },
+    async sourceSchema(msg) {
+      const registered = await resolver.byId(confluentSchemaId(msg));
+      if (registered.type !== 'PROTOBUF') throw new DataError(`schema id ${registered.id} is ${registered.type}, not PROTOBUF`);
+      const { indexes } = confluentMessageIndexes(msg);
+      return protobufToIceberg(registered, { message: indexes ?? [0], forceOptional: options.forceOptional });
+    },
+    decoderFor(table) {
+      const d = new ConfluentProtobufDecoder(resolver, table, { caseInsensitive: options.caseInsensitive });
+      const ready = new Set<number>();
+      return {
+        prepare: (msg) => {
+          const id = confluentSchemaId(msg);
+          return ready.has(id) ? undefined : d.prepare(id).then(() => ready.add(id));
+        },
+        decode: (msg, sink) => d.decode(msg, sink),
+      };
+    },
+  };
+}
+
+function jsonFormat(schemasEnable: boolean, options: FormatOptions): ValueFormat {
+  const parse = (msg: Uint8Array): { payload: unknown; schema: unknown } => unwrapEnvelope(parseJson(msg), schemasEnable);
+  return {
+    // Connect JSON carries its schema in every record (or none): the key is a digest of the schema, or
+    // of the top-level field names for schemaless JSON (new names are what evolution looks for).
+    schemaKey(msg) {
+      const { payload, schema } = parse(msg);
+      const basis = schemasEnable ? JSON.stringify(schema ?? null) : typeof payload === 'object' && payload !== null ? Object.keys(payload).sort().join('\u0000') : '';
+      return createHash('sha1').update(basis).digest('base64');
+    },
+    sourceSchema(msg) {
+      const { payload, schema } = parse(msg);
+      return Promise.resolve(
+        schemasEnable && schema !== undefined ? connectSchemaToIceberg(schema, { forceOptional: options.forceOptional }) : inferIcebergSchema(payload),
+      );
+    },
+    decoderFor(table) {
+      const d = new JsonConverterDecoder(table, { schemasEnable, caseInsensitive: options.caseInsensitive });
+      return { prepare: () => undefined, decode: (msg, sink) => d.decode(msg, sink) };
+    },
+  };
+}
+
+function rawFormat(kind: 'string' | 'binary'): ValueFormat {
+  const schema = singleColumnSchema(kind);
+  return {
+    schemaKey: () => kind,
+    sourceSchema: () => Promise.resolve(schema),
+    decoderFor(table) {
+      const d = new RawColumnDecoder(table, kind);
+      return { prepare: () => undefined, decode: (msg, sink) => d.decode(msg, sink) };
+    },
+  };
+}
