@@ -21,6 +21,8 @@ export interface ReaderArgs {
   table: string;
   filter?: string;
   order_by?: string[];
+  /** Only these top-level columns. */
+  columns?: string[];
   snapshot_id?: bigint;
   metadata_location?: string;
   rows?: Record<string, unknown>[];

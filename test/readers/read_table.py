@@ -18,6 +18,7 @@ Arguments (JSON object; every key is optional except "table", defaults come from
   filter      PyIceberg: a row-filter expression ("id > 2 and name = 'b'");
               DuckDB: a SQL WHERE clause (the same text for simple comparisons)
   order_by    list of column names to sort the rows by
+  columns     mode "read": only these top-level columns (big tables: read the coordinates, not every value)
   snapshot_id read this snapshot instead of the current one
   metadata_location   DuckDB only: iceberg_scan() this metadata.json instead of ATTACHing the catalog
   rows        mode "create": a list of row objects (the table schema is inferred by pyarrow);
@@ -199,6 +200,8 @@ def read_pyiceberg(args, cat, s3):
         kw["row_filter"] = args["filter"]
     if args.get("snapshot_id") is not None:
         kw["snapshot_id"] = int(args["snapshot_id"])
+    if args.get("columns"):
+        kw["selected_fields"] = tuple(args["columns"])
     info = table_info(table)
     if info["current_snapshot_id"] is None and "snapshot_id" not in kw:
         return {"engine": "pyiceberg", "table": args["table"], "rows": [], "files_scanned": 0, **info}
@@ -425,7 +428,8 @@ def read_duckdb(args, cat, s3):
         "WHERE manifest_content = 'DATA' AND status <> 'DELETED'").fetchone()[0]
     if args.get("snapshot_id") is not None:
         source += f" AT (VERSION => {int(args['snapshot_id'])})"
-    q = f"SELECT * FROM {source}"
+    cols = ", ".join(sql_ident(c) for c in args["columns"]) if args.get("columns") else "*"
+    q = f"SELECT {cols} FROM {source}"
     if args.get("filter"):
         q += f" WHERE {args['filter']}"
     if args.get("order_by"):

@@ -1,0 +1,143 @@
+/**
+ * Runs the real worker (`icefloe standalone`) as a child process for end-to-end tests: writes its
+ * worker properties and connector files to a fresh directory, captures its log lines, and stops it
+ * gracefully (SIGTERM), abruptly (SIGKILL), or freezes it (SIGSTOP/SIGCONT).
+ */
+import { spawn } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { stackEndpoints } from './stack.ts';
+
+const CLI = resolve(import.meta.dirname, '../../src/cli.ts');
+
+export interface WorkerOptions {
+  /** Worker properties (bootstrap.servers defaults to the stack's). */
+  readonly worker?: Readonly<Record<string, string>>;
+  readonly connectors: readonly { readonly name: string; readonly config: Readonly<Record<string, string>> }[];
+  /** Extra environment, e.g. ICEFLOE_CRASH_POINT. */
+  readonly env?: Readonly<Record<string, string>>;
+  /** Reuse a directory (a restart keeps the SQLite catalog and local warehouse). */
+  readonly dir?: string;
+}
+
+export interface WorkerProcess {
+  readonly dir: string;
+  readonly child: ChildProcess;
+  /** Every line the worker wrote to stdout and stderr so far. */
+  readonly lines: string[];
+  /** Resolves with the exit code (or signal name). */
+  readonly exited: Promise<string>;
+  /** Waits for a line matching `pattern` (default 60 s). */
+  waitFor(pattern: RegExp, timeoutMs?: number): Promise<string>;
+  /** Parsed JSON log lines with this `msg`. */
+  logs(msg: string): Record<string, unknown>[];
+  /** SIGTERM and wait: tasks finish their cycle, the committer runs a last round. */
+  stop(timeoutMs?: number): Promise<string>;
+  /** SIGKILL to the worker and its task processes. */
+  kill(): Promise<string>;
+  /** SIGSTOP / SIGCONT to the worker and its task processes. */
+  freeze(): void;
+  thaw(): void;
+}
+
+function signalGroup(child: ChildProcess, signal: NodeJS.Signals): void {
+  if (child.pid === undefined) return;
+  try {
+    process.kill(-child.pid, signal);
+  } catch {
+    // already gone
+  }
+}
+
+export function startWorker(options: WorkerOptions): WorkerProcess {
+  const e = stackEndpoints();
+  const dir = options.dir ?? mkdtempSync(join(tmpdir(), 'icefloe-worker-'));
+  const props = { 'bootstrap.servers': e.kafkaBootstrap, 'listeners': 'http://127.0.0.1:0', ...options.worker };
+  writeFileSync(join(dir, 'worker.properties'), Object.entries(props).map(([k, v]) => `${k}=${v.replace(/\\/g, '\\\\')}`).join('\n') + '\n');
+  const files = options.connectors.map((c) => {
+    const f = join(dir, `${c.name}.json`);
+    writeFileSync(f, JSON.stringify({ name: c.name, config: c.config }, null, 2));
+    return f;
+  });
+  const child = spawn(process.execPath, [CLI, 'standalone', join(dir, 'worker.properties'), ...files], {
+    cwd: dir,
+    env: { ...process.env, ...options.env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+    // Its own process group: kill() and freeze() reach its task processes too, as a machine crash would.
+    detached: true,
+  });
+  const lines: string[] = [];
+  const waiters: { pattern: RegExp; resolve: (l: string) => void }[] = [];
+  const onLine = (line: string): void => {
+    lines.push(line);
+    if (process.env['ICEFLOE_TEST_WORKER_LOG'] === '1') process.stderr.write(`[worker ${child.pid}] ${line}\n`);
+    for (let i = waiters.length - 1; i >= 0; i--) {
+      const w = waiters[i];
+      if (w !== undefined && w.pattern.test(line)) {
+        waiters.splice(i, 1);
+        w.resolve(line);
+      }
+    }
+  };
+  for (const stream of [child.stdout, child.stderr]) {
+    let buf = '';
+    stream.setEncoding('utf8');
+    stream.on('data', (chunk: string) => {
+      buf += chunk;
+      let nl: number;
+      while ((nl = buf.indexOf('\n')) >= 0) {
+        onLine(buf.slice(0, nl));
+        buf = buf.slice(nl + 1);
+      }
+    });
+  }
+  const exited = new Promise<string>((res) => child.on('exit', (code, signal) => res(signal ?? String(code))));
+  const self: WorkerProcess = {
+    dir,
+    child,
+    lines,
+    exited,
+    waitFor(pattern, timeoutMs = 60_000) {
+      const found = lines.find((l) => pattern.test(l));
+      if (found !== undefined) return Promise.resolve(found);
+      return new Promise((res, rej) => {
+        const timer = setTimeout(() => rej(new Error(`worker: no line matching ${pattern} within ${timeoutMs} ms; last lines:\n${lines.slice(-15).join('\n')}`)), timeoutMs);
+        waiters.push({ pattern, resolve: (l) => (clearTimeout(timer), res(l)) });
+        void exited.then((how) => rej(new Error(`worker exited (${how}) before a line matched ${pattern}; last lines:\n${lines.slice(-15).join('\n')}`)));
+      });
+    },
+    logs(msg) {
+      const out: Record<string, unknown>[] = [];
+      for (const l of lines) {
+        if (!l.startsWith('{')) continue;
+        try {
+          const j = JSON.parse(l) as Record<string, unknown>;
+          if (j['msg'] === msg) out.push(j);
+        } catch {
+          // not a log line
+        }
+      }
+      return out;
+    },
+    async stop(timeoutMs = 60_000) {
+      child.kill('SIGTERM');
+      const timer = setTimeout(() => child.kill('SIGKILL'), timeoutMs);
+      const how = await exited;
+      clearTimeout(timer);
+      return how;
+    },
+    async kill() {
+      signalGroup(child, 'SIGKILL');
+      return exited;
+    },
+    freeze() {
+      signalGroup(child, 'SIGSTOP');
+    },
+    thaw() {
+      signalGroup(child, 'SIGCONT');
+    },
+  };
+  return self;
+}
