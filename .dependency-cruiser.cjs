@@ -16,6 +16,7 @@ const allowed = {
   maintain: ['core', 'iceberg', 'commit', 'upload'],
   runtime: ['core', 'config', 'iceberg', 'consume', 'decode', 'transform', 'route', 'upload', 'write', 'commit', 'coordinate', 'maintain'],
   rest: ['core', 'config', 'runtime'],
+  generate: ['core', 'consume', 'decode'],
 };
 const TECH = '(confluent|s3|local|redis|registry|rest|sql)';
 

@@ -1,11 +1,2 @@
-/** A seeded PRNG (mulberry32): the same data on every run, for tests and benchmarks. */
-export function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+/** The seeded PRNG now lives in src/core (the data generator uses it too); tests keep importing it from here. */
+export { prng } from '../../src/core/prng.ts';

@@ -18,3 +18,28 @@ test('an unknown command exits 2 with the usage', () => {
   assert.match(r.stderr, /unknown command 'frobnicate'/);
   assert.match(r.stderr, /usage: icefloe/);
 });
+
+test('icefloe help lists generate and its options', () => {
+  const r = run('help');
+  assert.equal(r.status, 0, r.stderr);
+  assert.match(r.stdout, /^ {2}generate {2}/m);
+  for (const option of ['--topic', '--count', '--rate', '--format', '--partitions', '--only-partitions', '--seed', '--schema-version', '--bootstrap-servers', '--registry-url']) {
+    assert.match(r.stdout, new RegExp(`^ {2}${option} `, 'm'), option);
+  }
+});
+
+test('icefloe generate: a bad option exits 2 naming it, before connecting to anything', () => {
+  for (const [args, message] of [
+    [['--frobnicate', '1'], /unknown option --frobnicate/],
+    [['--format', 'xml'], /--format must be one of avro, protobuf, json, json-schema/],
+    [['--count', 'many'], /--count must be an integer/],
+    [['--schema-version', '3'], /--schema-version must be 1 or 2/],
+    [['--only-partitions', '0,x'], /--only-partitions must be an integer/],
+    [['--topic'], /--topic needs a value/],
+  ] as const) {
+    // An unreachable broker: were the options accepted, the run would fail differently (exit 1).
+    const r = run('generate', '--bootstrap-servers', '127.0.0.1:1', ...args);
+    assert.equal(r.status, 2, `${args.join(' ')}: ${r.stderr}`);
+    assert.match(r.stderr, message);
+  }
+});

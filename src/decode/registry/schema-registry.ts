@@ -1,8 +1,9 @@
 /**
- * The Schema Registry adapter: `SchemaResolver` (registry-port.ts) over the HTTP API client of
- * `@kafkajs/confluent-schema-registry` (the user named this package). We use only its API client —
- * `GET /schemas/ids/{id}` and `GET /subjects/{s}/versions/{v}` for references — and never its decoders:
- * decoding is ours and columnar (avro-decoder.ts, protobuf-decoder.ts).
+ * The Schema Registry adapter: `SchemaResolver` and `SchemaRegistrar` (registry-port.ts) over the HTTP API
+ * client of `@kafkajs/confluent-schema-registry` (the user named this package). We use only its API client —
+ * `GET /schemas/ids/{id}` and `GET /subjects/{s}/versions/{v}` for references, `POST /subjects/{s}/versions`
+ * to register (the data generator) — and never its encoders or decoders: decoding is ours and columnar
+ * (avro-decoder.ts, protobuf-decoder.ts).
  *
  * Owns: registry settings from a converter's `value.converter.*` keys (prefix stripped), auth (basic from
  * `basic.auth.user.info` or the URL's user info, bearer from `bearer.auth.token`), per-request timeouts, a
@@ -19,15 +20,16 @@
  *   Until then: RetriableError; after: DataError (the record follows errors.tolerance). Nothing negative is
  *   cached: a later success wins.
  * - an answer that is not a schema → DataError.
+ * Registering: 409 (the subject's compatibility rule rejects the schema), 422 (the registry cannot parse
+ * it) and 404 (the base URL is not a registry) → ConfigError; the rest as above.
  * Secrets never appear in errors or logs: messages name the URL without its user info and never the
  * configured credentials; the cause kept is the client's error (status, method and URL path only).
  * Must not: parse schemas, or be imported by anything but app.ts and tests (layering).
  */
 import type { SchemaRegistryAPIClientArgs } from '@kafkajs/confluent-schema-registry/dist/api/index.js';
 import apiModule from '@kafkajs/confluent-schema-registry/dist/api/index.js';
-import { ConfigError, DataError, RetriableError } from '../../core/errors.ts';
-import type { IcefloeError } from '../../core/errors.ts';
-import type { RegisteredSchema, ResolvedReference, SchemaResolver, SchemaType } from '../registry-port.ts';
+import { ConfigError, DataError, IcefloeError, RetriableError } from '../../core/errors.ts';
+import type { RegisteredSchema, ResolvedReference, SchemaRegistrar, SchemaResolver, SchemaToRegister, SchemaType } from '../registry-port.ts';
 
 export type RegistryAuth =
   | { readonly kind: 'basic'; readonly username: string; readonly password: string }
@@ -144,9 +146,9 @@ const SCHEMA_TYPES = new Set<string>(['AVRO', 'PROTOBUF', 'JSON']);
 
 /**
  * The Schema Registry resolver. `byId` answers from the cache when it can; concurrent requests for one id
- * share one fetch; failures are never cached.
+ * share one fetch; failures are never cached. It also registers schemas (`register`), for the generator.
  */
-export class ConfluentSchemaResolver implements SchemaResolver {
+export class ConfluentSchemaResolver implements SchemaResolver, SchemaRegistrar {
   private readonly endpoints: readonly Endpoint[];
   private readonly timeoutMs: number;
   private readonly graceMs: number;
@@ -228,6 +230,46 @@ export class ConfluentSchemaResolver implements SchemaResolver {
     return out;
   }
 
+  /**
+   * Registers a schema under a subject and returns its global id; the same schema again returns the same id
+   * (the registry's rule, so repeated runs of the generator share one id). Nothing is cached: the registry
+   * is the only judge of compatibility.
+   */
+  async register(subject: string, toRegister: SchemaToRegister): Promise<number> {
+    if (subject === '') throw new ConfigError('a schema registry subject may not be empty');
+    const what = `the ${toRegister.type} schema of subject ${subject}`;
+    const refs = toRegister.references ?? [];
+    const body = {
+      schema: toRegister.schema,
+      // Confluent's API: an absent schemaType means AVRO (older registries reject the field for Avro).
+      ...(toRegister.type === 'AVRO' ? {} : { schemaType: toRegister.type }),
+      ...(refs.length === 0 ? {} : { references: refs.map((r) => ({ name: r.name, subject: r.subject, version: r.version })) }),
+    };
+    let answer: unknown;
+    try {
+      answer = await this.call(what, (api) => api.Subject.register({ subject, body, timeout: this.timeoutMs }) as Promise<ApiResponse>, 'registering');
+    } catch (e) {
+      if (e instanceof UnknownAnswer) {
+        throw new ConfigError(`the schema registry URL ${e.endpoint.url} answered 404 registering ${what}: check schema.registry.url (Apicurio: …/apis/ccompat/v7)`, {
+          cause: e.cause,
+          context: { registry: e.endpoint.url, subject },
+        });
+      }
+      const status = e instanceof IcefloeError ? e.context['status'] : undefined;
+      if (status === 409 || status === 422) {
+        const reason = status === 409 ? 'is incompatible with the versions the subject already has' : 'is not a valid schema to the registry';
+        const said = e instanceof Error && e.cause instanceof Error ? `: ${e.cause.message}` : '';
+        throw new ConfigError(`registering ${what} failed: it ${reason} (HTTP ${status})${said}`, { cause: (e as Error).cause, context: { subject, status } });
+      }
+      throw e;
+    }
+    const id = typeof answer === 'object' && answer !== null ? (answer as Record<string, unknown>)['id'] : undefined;
+    if (typeof id !== 'number' || !Number.isInteger(id) || id < 0 || id > 0xffffffff) {
+      throw new ConfigError(`the schema registry's answer to registering ${what} carries no schema id: is the URL a Confluent-API registry?`, { context: { subject } });
+    }
+    return id;
+  }
+
   /** Every reference, transitively, dependencies first and each once. */
   private async resolveReferences(refs: readonly RawReference[], seen: Set<string>): Promise<ResolvedReference[]> {
     const out: ResolvedReference[] = [];
@@ -262,7 +304,7 @@ export class ConfluentSchemaResolver implements SchemaResolver {
   }
 
   /** A request with failover across the URLs; 404 comes back as UnknownAnswer, everything else translated. */
-  private async call(what: string, request: (api: ApiClient) => Promise<ApiResponse>): Promise<unknown> {
+  private async call(what: string, request: (api: ApiClient) => Promise<ApiResponse>, doing = 'fetching'): Promise<unknown> {
     let last: IcefloeError | undefined;
     const n = this.endpoints.length;
     for (let k = 0; k < n; k++) {
@@ -276,12 +318,12 @@ export class ConfluentSchemaResolver implements SchemaResolver {
       } catch (e) {
         const status = statusOf(e);
         if (status === 404) throw new UnknownAnswer(endpoint, e);
-        const translated = translate(e, status, what, endpoint.url);
+        const translated = translate(e, status, `${doing} ${what}`, endpoint.url);
         if (!translated.retriable) throw translated;
         last = translated;
       }
     }
-    throw last ?? new RetriableError(`schema registry unreachable fetching ${what}`);
+    throw last ?? new RetriableError(`schema registry unreachable ${doing} ${what}`);
   }
 
   /** A 404 on an id: ConfigError if the base URL is not a registry, Retriable within the grace window, then DataError. */
@@ -298,7 +340,7 @@ export class ConfluentSchemaResolver implements SchemaResolver {
           context,
         });
       }
-      return translate(e, status, `schema id ${id}`, endpoint.url);
+      return translate(e, status, `fetching schema id ${id}`, endpoint.url);
     }
     const now = this.now();
     const since = this.unknownSince.get(id) ?? now;
@@ -336,14 +378,15 @@ function statusOf(e: unknown): number | undefined {
   return undefined;
 }
 
-function translate(e: unknown, status: number | undefined, what: string, url: string): IcefloeError {
+/** `doingWhat`: the request in words, such as `fetching schema id 5`. */
+function translate(e: unknown, status: number | undefined, doingWhat: string, url: string): IcefloeError {
   const context = { registry: url, ...(status === undefined ? {} : { status }) };
   if (status === 401 || status === 403) {
-    return new ConfigError(`the schema registry at ${url} refused our credentials (HTTP ${status}) fetching ${what}: check basic.auth.* / bearer.auth.*`, { cause: e, context });
+    return new ConfigError(`the schema registry at ${url} refused our credentials (HTTP ${status}) ${doingWhat}: check basic.auth.* / bearer.auth.*`, { cause: e, context });
   }
   // mappersmith reports connection failures and time-outs as status 400; a registry has no 400 for a GET by id.
   const how = status === undefined || status === 400 ? 'unreachable' : `answered HTTP ${status}`;
-  return new RetriableError(`schema registry at ${url} ${how} fetching ${what}`, { cause: e, context });
+  return new RetriableError(`schema registry at ${url} ${how} ${doingWhat}`, { cause: e, context });
 }
 
 function parseAnswer(body: unknown, what: string): { type: SchemaType; schema: string; refs: RawReference[] } {

@@ -1,0 +1,444 @@
+/**
+ * The composition root (docs/architecture.md, "Layout"): the one module that builds technology adapters —
+ * Kafka over @confluentinc/kafka-javascript (consume/confluent/), the Schema Registry over
+ * @kafkajs/confluent-schema-registry (decode/registry/) — from plain options, hands them as ports to the
+ * code that uses them, and closes them afterwards. Entry points (cli.ts, main.ts) reach src/ through here.
+ *
+ * Owns: adapter construction and lifetimes. Must not: read process.env or argv (the entry points do and
+ * pass plain options in), or hold logic a stage could own.
+ */
+import { ConfluentControlTopicReader, ConfluentKafkaAdmin, ConfluentKafkaSource, ConfluentRecordProducer, ConfluentTransactionalProducer } from './consume/confluent/index.ts';
+import type { ClientSettings } from './consume/confluent/index.ts';
+import { ConfluentSchemaResolver, registryOptionsFromConverterProps } from './decode/registry/schema-registry.ts';
+import { fork } from 'node:child_process';
+import { mkdirSync, readFileSync } from 'node:fs';
+import { dirname, resolve as resolvePath } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import pino from 'pino';
+import { ConfigError } from './core/errors.ts';
+import type { Logger } from './core/log.ts';
+import { parseConnectorConfig } from './config/connector-config.ts';
+import type { CatalogConfig, ConnectorConfig } from './config/connector-config.ts';
+import { effectiveConverter } from './config/converters.ts';
+import { parseConnectorFile, parseWorkerProperties, validateWorkerConfig } from './config/worker-config.ts';
+import type { WorkerConfig } from './config/worker-config.ts';
+import type { Catalog } from './commit/port.ts';
+import { RestCatalog } from './commit/rest/catalog.ts';
+import type { RestAuthConfig } from './commit/rest/auth.ts';
+import { SqlCatalog } from './commit/sql/catalog.ts';
+import { PostgresDriver } from './commit/sql/postgres.ts';
+import { SqliteDriver } from './commit/sql/sqlite.ts';
+import { LocalObjectStore } from './upload/local/store.ts';
+import type { ObjectStore } from './upload/port.ts';
+import { SchemeRouterStore } from './upload/router.ts';
+import { S3ObjectStore } from './upload/s3/store.ts';
+import { ConnectorCommitter } from './runtime/committer.ts';
+import { armCrashPoints } from './runtime/crash-points.ts';
+export { parseCrashSpec } from './runtime/crash-points.ts';
+import type { CrashPoints, CrashSpec } from './runtime/crash-points.ts';
+import { valueFormat } from './runtime/formats.ts';
+import { SinkTask } from './runtime/task.ts';
+import { StandaloneWorker } from './runtime/worker.ts';
+import type { TaskHandle } from './runtime/worker.ts';
+import { generateOrders } from './generate/generator.ts';
+import type { GenerateOrdersOptions, GenerateStats } from './generate/generator.ts';
+import { ORDER_FORMATS } from './generate/orders.ts';
+import type { OrderFormat, SchemaVersion } from './generate/orders.ts';
+
+export type { GenerateStats };
+export type GenerateFormat = OrderFormat;
+export const GENERATE_FORMATS: readonly GenerateFormat[] = ORDER_FORMATS;
+
+// ---------------------------------------------------------------------------------------------------
+// Adapters
+// ---------------------------------------------------------------------------------------------------
+
+/** Kafka client settings: the bootstrap servers plus any librdkafka settings passed through. */
+function kafkaSettings(bootstrapServers: string, extra: Readonly<Record<string, string>> = {}): ClientSettings {
+  return { ...extra, 'bootstrap.servers': bootstrapServers };
+}
+
+/** The registry adapter for a URL (comma-separated for failover; user info is taken as basic auth). */
+function schemaRegistry(url: string): ConfluentSchemaResolver {
+  return new ConfluentSchemaResolver(registryOptionsFromConverterProps({ 'schema.registry.url': url }, ''));
+}
+
+/**
+ * Runs `use`, then closes what it opened (it pushes a closer per client), last opened first, even when `use`
+ * failed. `use`'s own error wins; otherwise the first failure to close is thrown.
+ */
+async function using<T>(closers: (() => Promise<void>)[], use: () => Promise<T>): Promise<T> {
+  let result: { value: T } | undefined;
+  let failure: { error: unknown } | undefined;
+  try {
+    result = { value: await use() };
+  } catch (error) {
+    failure = { error };
+  }
+  for (const close of closers.reverse()) {
+    try {
+      await close();
+    } catch (error) {
+      failure ??= { error };
+    }
+  }
+  if (failure !== undefined) throw failure.error;
+  return (result as { value: T }).value;
+}
+
+// ---------------------------------------------------------------------------------------------------
+// icefloe generate
+// ---------------------------------------------------------------------------------------------------
+
+export interface RunGenerateOptions {
+  readonly bootstrapServers: string;
+  /** The Confluent-API base URL (Apicurio: `…/apis/ccompat/v7`); used by the avro and protobuf formats. */
+  readonly registryUrl: string;
+  readonly topic: string;
+  /** Partitions to create the topic with when it is missing (an existing topic is left as it is). */
+  readonly partitions: number;
+  /** Produce only to these partitions (default: the key chooses). */
+  readonly onlyPartitions?: readonly number[];
+  readonly format: GenerateFormat;
+  readonly count: number;
+  /** Records per second; 0: as fast as possible. */
+  readonly ratePerSec: number;
+  readonly seed: number;
+  readonly schemaVersion: SchemaVersion;
+  /** Deterministic event times from here on (default: live, close to now). */
+  readonly startTimeMs?: number;
+  /** Extra librdkafka settings (security, tuning) for the admin client and the producer. */
+  readonly kafkaSettings?: Readonly<Record<string, string>>;
+  readonly onDelivered?: GenerateOrdersOptions['onDelivered'];
+}
+
+/** Creates the topic if needed, registers the schema, produces the events, and closes every client. */
+export async function runGenerate(options: RunGenerateOptions): Promise<GenerateStats> {
+  const settings = kafkaSettings(options.bootstrapServers, options.kafkaSettings);
+  const closers: (() => Promise<void>)[] = [];
+  return using(closers, async () => {
+    const admin = await ConfluentKafkaAdmin.connect({ settings });
+    closers.push(() => admin.close());
+    const producer = await ConfluentRecordProducer.connect({ settings, clientId: 'icefloe-generate' });
+    closers.push(() => producer.close());
+    // Only the framed formats register a schema; JSON runs need no registry (nor a valid URL for one).
+    const framed = options.format === 'avro' || options.format === 'protobuf';
+    return generateOrders({
+      producer,
+      ...(framed ? { registrar: schemaRegistry(options.registryUrl) } : {}),
+      admin,
+      topicPartitions: options.partitions,
+      topic: options.topic,
+      format: options.format,
+      count: options.count,
+      ratePerSec: options.ratePerSec,
+      seed: options.seed,
+      schemaVersion: options.schemaVersion,
+      ...(options.onlyPartitions === undefined ? {} : { partitions: options.onlyPartitions }),
+      ...(options.startTimeMs === undefined ? {} : { startTimeMs: options.startTimeMs }),
+      ...(options.onDelivered === undefined ? {} : { onDelivered: options.onDelivered }),
+    });
+  });
+}
+
+// ---------------------------------------------------------------------------------------------------
+// Logging
+// ---------------------------------------------------------------------------------------------------
+
+export function createLogger(level: string = 'info', bindings: Record<string, unknown> = {}): Logger {
+  const base = pino({ level, base: { pid: process.pid, ...bindings } }, pino.destination({ fd: 2, sync: true }));
+  const wrap = (p: pino.Logger): Logger => ({
+    debug: (m, f) => p.debug(f ?? {}, m),
+    info: (m, f) => p.info(f ?? {}, m),
+    warn: (m, f) => p.warn(f ?? {}, m),
+    error: (m, f) => p.error(f ?? {}, m),
+    child: (f) => wrap(p.child(f)),
+  });
+  return wrap(base);
+}
+
+/** Crash points die by SIGKILL after writing their line synchronously (nothing may run after them). */
+function crashPoints(spec: CrashSpec | undefined): CrashPoints {
+  return armCrashPoints(spec, (line) => {
+    process.stderr.write(`${line}\n`);
+    process.kill(process.pid, 'SIGKILL');
+    throw new Error('unreachable: SIGKILL did not stop the process');
+  });
+}
+
+// ---------------------------------------------------------------------------------------------------
+// Adapters from configuration
+// ---------------------------------------------------------------------------------------------------
+
+function workerKafkaSettings(worker: WorkerConfig, extra: Readonly<Record<string, string>>): ClientSettings {
+  return { 'bootstrap.servers': worker.bootstrapServers.join(','), ...worker.clientSecurity, ...extra };
+}
+
+/** The object store for a catalog's locations: S3 (with the catalog's s3.* settings) and local files. */
+function objectStore(catalog: CatalogConfig): ObjectStore {
+  const s3 = catalog.s3;
+  const keys = s3.accessKeyId !== null && s3.secretAccessKey !== null;
+  return new SchemeRouterStore({
+    s3: new S3ObjectStore({
+      region: s3.region ?? 'us-east-1',
+      ...(s3.endpoint === null ? {} : { endpoint: s3.endpoint }),
+      forcePathStyle: s3.pathStyleAccess,
+      ...(keys
+        ? {
+            credentials: {
+              accessKeyId: s3.accessKeyId ?? '',
+              secretAccessKey: s3.secretAccessKey?.reveal() ?? '',
+              ...(s3.sessionToken === null ? {} : { sessionToken: s3.sessionToken.reveal() }),
+            },
+          }
+        : {}),
+    }),
+    file: new LocalObjectStore(),
+  });
+}
+
+function restAuth(c: CatalogConfig): RestAuthConfig {
+  if (c.token !== null) return { type: 'bearer', token: c.token.reveal() };
+  if (c.credential !== null) {
+    const text = c.credential.reveal();
+    const colon = text.indexOf(':');
+    return {
+      type: 'oauth2',
+      clientId: colon < 0 ? '' : text.slice(0, colon),
+      clientSecret: colon < 0 ? text : text.slice(colon + 1),
+      ...(c.props['oauth2-server-uri'] === undefined ? {} : { tokenEndpoint: c.props['oauth2-server-uri'] }),
+      ...(c.props['scope'] === undefined ? {} : { scope: c.props['scope'] }),
+    };
+  }
+  return { type: 'none' };
+}
+
+function catalogFor(c: CatalogConfig, store: ObjectStore): Catalog {
+  if (c.type === 'rest') {
+    return new RestCatalog({ uri: c.uri, name: c.name, ...(c.warehouse === null ? {} : { warehouse: c.warehouse }), auth: restAuth(c), properties: c.props });
+  }
+  const warehouse = c.warehouse;
+  if (warehouse === null) throw new ConfigError('iceberg.catalog.warehouse is required for a SQL catalog');
+  const sqlite = /^(?:jdbc:)?sqlite:(.+)$/.exec(c.uri);
+  if (sqlite !== null) {
+    const path = sqlite[1] as string;
+    if (path !== ':memory:') mkdirSync(dirname(path), { recursive: true }); // the embedded default needs nothing set up
+    return new SqlCatalog({ name: c.name, driver: new SqliteDriver({ path }), store, warehouse });
+  }
+  const pg = /^(?:jdbc:)?(postgresql:\/\/.+)$/.exec(c.uri);
+  if (pg === null) throw new ConfigError(`iceberg.catalog.uri ${c.uri} is neither jdbc:sqlite:<file> nor jdbc:postgresql://...`);
+  const url = new URL(pg[1] as string);
+  const user = c.props['jdbc.user'];
+  const password = c.props['jdbc.password'];
+  if (user !== undefined) url.username = encodeURIComponent(user);
+  if (password !== undefined) url.password = encodeURIComponent(password);
+  return new SqlCatalog({ name: c.name, driver: new PostgresDriver({ connectionString: url.toString() }), store, warehouse });
+}
+
+// ---------------------------------------------------------------------------------------------------
+// Tasks
+// ---------------------------------------------------------------------------------------------------
+
+export interface TaskSpec {
+  readonly workerProps: Record<string, string>;
+  readonly baseDir: string;
+  readonly connector: Record<string, string>;
+  readonly taskId: number;
+  readonly crash: CrashSpec | undefined;
+  readonly logLevel: string;
+}
+
+function loadConnector(spec: Pick<TaskSpec, 'workerProps' | 'baseDir' | 'connector'>): { worker: WorkerConfig; connector: ConnectorConfig } {
+  const worker = parseWorkerPropertiesMap(spec.workerProps, spec.baseDir);
+  const connector = parseConnectorConfig(spec.connector, worker.defaultCatalogProps === undefined ? {} : { defaultCatalog: worker.defaultCatalogProps });
+  return { worker, connector };
+}
+
+function parseWorkerPropertiesMap(props: Record<string, string>, baseDir: string): WorkerConfig {
+  const v = validateWorkerConfig(props, { baseDir });
+  if (v.config === null) throw new ConfigError(`worker properties are invalid: ${[...v.errors.values()].flat().join('; ')}`);
+  return v.config;
+}
+
+/** Runs one task in this process until `stop()`; every client it opens is closed when it ends. */
+export async function startTaskInProcess(spec: TaskSpec, log: Logger, onAnnounced: () => void): Promise<{ task: SinkTask; done: Promise<void> }> {
+  const { worker, connector } = loadConnector(spec);
+  const crash = crashPoints(spec.crash);
+  const settings = workerKafkaSettings(worker, {});
+  const store = objectStore(connector.catalog);
+  const catalog = catalogFor(connector.catalog, store);
+  const valueConverter = effectiveConverter(connector.valueConverter, worker.valueConverter);
+  const keyConverter = effectiveConverter(connector.keyConverter, worker.keyConverter);
+  const resolver = valueConverter.schemaRegistryUrls.length === 0 ? undefined : new ConfluentSchemaResolver(registryOptionsFromConverterProps(valueConverter.props));
+  const source = await ConfluentKafkaSource.connect({
+    settings: { ...settings, ...worker.consumerProps },
+    overrides: connector.consumerOverrides,
+    groupId: connector.groupId,
+    clientId: `${connector.name}-${spec.taskId}`,
+  });
+  const producer = await ConfluentTransactionalProducer.connect({
+    settings: { ...settings, ...worker.producerProps, ...connector.control.kafkaProps },
+    overrides: connector.producerOverrides,
+    transactionalId: `${connector.control.transactionalPrefix}${connector.name}-${spec.taskId}`,
+    clientId: `${connector.name}-${spec.taskId}-tx`,
+  });
+  const task = new SinkTask({
+    connector,
+    taskId: spec.taskId,
+    source,
+    producer,
+    catalog,
+    store,
+    format: valueFormat(valueConverter, resolver, { caseInsensitive: connector.tables.caseInsensitive, forceOptional: connector.tables.forceOptional }),
+    keyConverter: keyConverter.kind,
+    crash,
+    log,
+    onAnnounced,
+  });
+  const done = task.run().finally(async () => {
+    await catalog.close().catch(() => undefined);
+    await store.close().catch(() => undefined);
+  });
+  return { task, done };
+}
+
+const CLI_PATH = resolvePath(dirname(fileURLToPath(import.meta.url)), 'cli.ts');
+
+/** A task as a child process (`icefloe task`), spec over IPC (never argv: the config may hold secrets). */
+function startTaskProcess(spec: TaskSpec, log: Logger, onAnnounced: () => void): TaskHandle {
+  const child = fork(CLI_PATH, ['task'], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'], serialization: 'advanced' });
+  let state: { state: string; trace?: string } = { state: 'UNASSIGNED' };
+  child.on('message', (m: { type: string; state?: string; trace?: string }) => {
+    if (m.type === 'announced') onAnnounced();
+    else if (m.type === 'state' && m.state !== undefined) state = { state: m.state, ...(m.trace === undefined ? {} : { trace: m.trace }) };
+  });
+  child.send({ type: 'start', spec });
+  const done = new Promise<void>((resolve, reject) => {
+    child.on('exit', (code, signal) => {
+      if (code === 0) resolve();
+      else {
+        state = { state: 'FAILED', trace: state.trace ?? `task process exited with ${signal ?? `code ${code}`}` };
+        reject(new Error(`task ${spec.taskId} process exited with ${signal ?? `code ${code}`}`));
+      }
+    });
+  });
+  return {
+    taskId: spec.taskId,
+    done,
+    state: () => state,
+    stop: async () => {
+      if (child.connected) child.send({ type: 'stop' });
+      else log.warn('task process already gone', { task: spec.taskId });
+    },
+  };
+}
+
+/** `icefloe task`: the child side of startTaskProcess. Exits when the task ends or the worker is gone. */
+export async function runTaskChild(): Promise<number> {
+  const spec = await new Promise<TaskSpec>((resolve) => process.once('message', (m: { type: string; spec: TaskSpec }) => resolve(m.spec)));
+  const log = createLogger(spec.logLevel, { task: spec.taskId });
+  const send = (m: object): void => {
+    if (process.connected) process.send?.(m);
+  };
+  const { task, done } = await startTaskInProcess(spec, log, () => send({ type: 'announced' }));
+  process.on('message', (m: { type: string }) => {
+    if (m.type === 'stop') task.stop();
+  });
+  // The worker died without stopping us: leave the group cleanly (our successor fences us anyway).
+  process.on('disconnect', () => task.stop());
+  const report = setInterval(() => send({ type: 'state', state: task.state, ...(task.trace === undefined ? {} : { trace: task.trace }) }), 1000);
+  try {
+    await done;
+    return 0;
+  } catch {
+    send({ type: 'state', state: 'FAILED', trace: task.trace });
+    return 1;
+  } finally {
+    clearInterval(report);
+  }
+}
+
+// ---------------------------------------------------------------------------------------------------
+// The standalone worker
+// ---------------------------------------------------------------------------------------------------
+
+export interface StandaloneOptions {
+  readonly workerPropertiesPath: string;
+  readonly connectorPaths: readonly string[];
+  readonly cwd: string;
+  readonly crash: CrashSpec | undefined;
+  readonly logLevel?: string;
+}
+
+export async function runStandalone(options: StandaloneOptions): Promise<StandaloneWorker> {
+  const logLevel = options.logLevel ?? 'info';
+  const log = createLogger(logLevel);
+  const workerText = readFileSync(resolvePath(options.cwd, options.workerPropertiesPath), 'utf8');
+  const worker = parseWorkerProperties(workerText, { baseDir: options.cwd });
+  for (const w of worker.warnings) log.warn(w);
+  if (worker.coordination.kind === 'redis') log.warn('icefloe.coordination=redis is for distributed mode; the standalone worker runs each committer in its own process');
+  const workerProps = worker.stored();
+  const connectors = options.connectorPaths.map((p) => {
+    const file = parseConnectorFile(readFileSync(resolvePath(options.cwd, p), 'utf8'), p);
+    return file;
+  });
+  const settings = workerKafkaSettings(worker, worker.adminProps);
+  const sw = new StandaloneWorker({
+    log,
+    async prepareConnector(c) {
+      const admin = await ConfluentKafkaAdmin.connect({ settings, overrides: c.adminOverrides });
+      try {
+        if (c.control.autoCreateTopic) {
+          await admin.ensureTopic({
+            name: c.control.topic,
+            partitions: c.control.topicPartitions,
+            replicationFactor: c.control.topicReplicationFactor,
+            configs: { 'retention.ms': String(c.control.topicRetentionMs), 'cleanup.policy': 'delete' },
+          });
+        }
+      } finally {
+        await admin.close();
+      }
+    },
+    startTask(c, taskId, onAnnounced) {
+      const spec: TaskSpec = { workerProps, baseDir: options.cwd, connector: c.stored(), taskId, crash: options.crash, logLevel };
+      if (worker.tasksMode === 'process') return startTaskProcess(spec, log, onAnnounced);
+      let task: SinkTask | undefined;
+      const started = startTaskInProcess(spec, log, onAnnounced);
+      const done = started.then((s) => {
+        task = s.task;
+        return s.done;
+      });
+      return {
+        taskId,
+        done,
+        state: () => (task === undefined ? { state: 'UNASSIGNED' } : { state: task.state, ...(task.trace === undefined ? {} : { trace: task.trace }) }),
+        stop: async () => {
+          (await started).task.stop();
+        },
+      };
+    },
+    async createCommitter(c) {
+      const store = objectStore(c.catalog);
+      const catalog = catalogFor(c.catalog, store);
+      const admin = await ConfluentKafkaAdmin.connect({ settings, overrides: c.adminOverrides });
+      const reader = await ConfluentControlTopicReader.connect({ settings: workerKafkaSettings(worker, { ...worker.consumerProps, ...c.control.kafkaProps }) });
+      const committer = new ConnectorCommitter({ connector: c, reader, admin, catalog, store, crash: crashPoints(options.crash), log });
+      return {
+        committer,
+        async close() {
+          await reader.close().catch(() => undefined);
+          await admin.close().catch(() => undefined);
+          await catalog.close().catch(() => undefined);
+          await store.close().catch(() => undefined);
+        },
+      };
+    },
+  });
+  for (const file of connectors) {
+    const connector = parseConnectorConfig(file.config, worker.defaultCatalogProps === undefined ? {} : { defaultCatalog: worker.defaultCatalogProps });
+    for (const w of connector.warnings) log.warn(w, { connector: connector.name });
+    await sw.start(connector);
+  }
+  return sw;
+}
