@@ -15,7 +15,7 @@ const SPARK_SCRIPT = fileURLToPath(new URL('../readers/read_spark.py', import.me
 
 export interface ReaderArgs {
   /** read (default); create / append: a PyIceberg append (a foreign snapshot); footer: Parquet field ids of each data file. */
-  mode?: 'read' | 'create' | 'append' | 'footer';
+  mode?: 'read' | 'create' | 'append' | 'footer' | 'history';
   engine?: 'pyiceberg' | 'duckdb' | 'spark';
   catalog?: { kind: 'rest' | 'sql'; uri?: string; name?: string; warehouse?: string };
   table: string;

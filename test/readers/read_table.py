@@ -7,7 +7,9 @@ Arguments (JSON object; every key is optional except "table", defaults come from
               PyIceberg and append `rows` (default: three sample rows) with pyarrow (an existing table
               is appended to) | "append": append `rows` with PyIceberg to an existing table (a foreign
               writer's snapshot: no Icefloe summary keys), either catalog kind | "footer": the Parquet
-              field ids of every data file of the current snapshot, read from the footers by pyarrow
+              field ids of every data file of the current snapshot, read from the footers by pyarrow |
+              "history": every data file each snapshot added (manifests read once each, deleted entries
+              included) and the current snapshot's live files, to prove no file was committed twice
   engine      "pyiceberg" (default) | "duckdb"
   catalog     {"kind": "rest"|"sql", "uri": ..., "name": ..., "warehouse": ...}
               rest: uri http://127.0.0.1:8181 ($ICEFLOE_CATALOG_URI)
@@ -467,6 +469,30 @@ def duckdb_files_read(con, query):
     return int(scans[0]["Total Files Read"]), sorted(n.strip() for n in names)
 
 
+def read_history(args, cat, s3):
+    """Every data file each snapshot ADDED (from the manifests, deleted entries included), and the live
+    data files of the current snapshot: evidence that no file was committed twice."""
+    from pyiceberg.manifest import ManifestContent, ManifestEntryStatus
+
+    check_tcp("s3", s3["endpoint"], 80)
+    table = load_pyiceberg_table(load_pyiceberg_catalog(cat, s3), args["table"])
+    added = []
+    seen_manifests = set()
+    for snap in table.snapshots():
+        for manifest in snap.manifests(table.io):
+            if manifest.content != ManifestContent.DATA or manifest.manifest_path in seen_manifests:
+                continue
+            seen_manifests.add(manifest.manifest_path)
+            for entry in manifest.fetch_manifest_entry(table.io, discard_deleted=False):
+                if entry.status == ManifestEntryStatus.ADDED:
+                    added.append({"snapshot_id": entry.snapshot_id, "file_path": entry.data_file.file_path,
+                                  "record_count": entry.data_file.record_count})
+    current = table.current_snapshot()
+    live = [f["file_path"] for f in live_files(table, current)] if current is not None else []
+    return {"table": args["table"], "added": added, "live": live,
+            "snapshots": [{"snapshot_id": s.snapshot_id, "summary": s.summary.additional_properties} for s in table.snapshots()]}
+
+
 # --- main ---------------------------------------------------------------------------------------------
 
 def main():
@@ -484,8 +510,10 @@ def main():
         out = append_existing(args, cat, s3)
     elif mode == "footer":
         out = read_footers(args, cat, s3)
+    elif mode == "history":
+        out = read_history(args, cat, s3)
     elif mode != "read":
-        raise Failure(f"unknown mode {mode!r} (read, create, append or footer)")
+        raise Failure(f"unknown mode {mode!r} (read, create, append, footer or history)")
     elif engine == "pyiceberg":
         out = read_pyiceberg(args, cat, s3)
     elif engine == "duckdb":
