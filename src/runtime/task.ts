@@ -480,7 +480,17 @@ export class SinkTask {
       crash.reach('task.in-transaction');
       await producer.commitTransaction();
     } catch (e) {
-      if (!isFenced(e)) await producer.abortTransaction().catch((err: unknown) => this.log.warn('abort failed', { error: describe(err) }));
+      let aborted = false;
+      if (!isFenced(e)) {
+        aborted = await producer.abortTransaction().then(
+          () => true,
+          (err: unknown) => (this.log.warn('abort failed', { error: describe(err) }), false),
+        );
+      }
+      // Only a transaction known to be aborted proves the files were never announced; otherwise they
+      // may be (a commit whose answer was lost), and deleting them would lose data: leave them to
+      // orphan cleanup.
+      if (aborted) await Promise.all(results.flatMap((r) => r.files.map((f) => this.d.store.delete(f.filePath).catch(() => undefined))));
       throw e instanceof IcefloeError ? e : new RetriableError(`commit cycle failed: ${describe(e)}`, { cause: e });
     }
     crash.reach('task.after-announce');
