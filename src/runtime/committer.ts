@@ -91,7 +91,7 @@ export class ConnectorCommitter {
   /** One round over every table; returns the commits it made. */
   async round(): Promise<CommitRecord[]> {
     const live = await this.identity();
-    const logStart = await this.readNew();
+    const logStart = await this.readNew(live);
     const names = [...this.tables.keys()].sort();
     const made: CommitRecord[] = [];
     const trimAt = new Map<number, bigint>();
@@ -118,11 +118,11 @@ export class ConnectorCommitter {
   }
 
   /** Reads every committed control record past the cursor; returns each partition's log start offset. */
-  private async readNew(): Promise<Map<number, bigint>> {
+  private async readNew(live: ControlIdentity): Promise<Map<number, bigint>> {
     const topic = this.d.connector.control.topic;
     const marks = await this.d.admin.watermarks(topic);
     const logStart = new Map(marks.map((m) => [m.partition, m.low]));
-    const cursor = (this.cursor ??= new Map());
+    const cursor = (this.cursor ??= await this.startPositions(live));
     for (const m of marks) {
       const at = cursor.get(m.partition);
       if (at === undefined || at < m.low) cursor.set(m.partition, m.low);
@@ -141,6 +141,41 @@ export class ConnectorCommitter {
     }
     for (const e of read.endOffsets) cursor.set(e.partition, e.offset);
     return logStart;
+  }
+
+  /**
+   * Where the first read starts. With static tables every announcement is for one of them, so reading
+   * can start at the lowest position they store (not at the log start: days of retention). A dynamic
+   * connector, or a static table without positions yet, needs the whole retained log (an empty map:
+   * every partition from its log start).
+   */
+  private async startPositions(live: ControlIdentity): Promise<Map<number, bigint>> {
+    const routing = this.d.connector.tables.routing;
+    if (routing.kind === 'dynamic') return new Map();
+    const tables = [...new Set(routing.kind === 'all' ? routing.tables : routing.routes.map((r) => r.table))];
+    const lowest = new Map<number, bigint>();
+    const seen = new Map<number, number>();
+    for (const name of tables) {
+      let table: LoadedTable;
+      try {
+        table = await this.catalog.loadTable(parseIdentifier(name));
+      } catch (e) {
+        if (e instanceof NoSuchTableError) return new Map();
+        throw e;
+      }
+      const read = readControlPositions(table.metadata, this.d.connector.name, live);
+      if (read.kind !== 'positions') return new Map();
+      for (const [p, o] of read.positions) {
+        lowest.set(p, lowest.has(p) ? min(lowest.get(p) as bigint, o) : o);
+        seen.set(p, (seen.get(p) ?? 0) + 1);
+      }
+      const ref = table.identifier;
+      this.tables.set(tableRefString(ref), { namespace: ref.namespace, name: ref.name });
+    }
+    // A control partition some table has no position for may hold announcements it never applied: read
+    // that partition from its log start (absent from the map).
+    for (const p of [...lowest.keys()]) if (seen.get(p) !== tables.length) lowest.delete(p);
+    return lowest;
   }
 
   private async commitTable(ref: TableRef, live: ControlIdentity, logStart: ReadonlyMap<number, bigint>): Promise<{ plan: TablePlan | undefined; commit?: CommitRecord }> {
@@ -208,8 +243,12 @@ export class ConnectorCommitter {
         files: commit.files,
         records: commit.records.toString(),
         outcome: outcome.status,
+        // committed: confirmed by the catalog's answer (`response`) or, after an unknown outcome, found by its commit id (`reload`).
+        ...(outcome.status === 'committed' ? { resolvedBy: outcome.resolvedBy } : {}),
         latencyMs: commit.latencyMs,
         validThroughTs: plan.validThroughTs,
+        // The source offsets this snapshot made visible (inclusive), for freshness measurements.
+        sourceRanges: plan.sourceRanges.map((r) => ({ topic: r.topic, partition: r.partition, first: r.firstOffset.toString(), last: r.lastOffset.toString() })),
       });
       return { plan, commit };
     }
