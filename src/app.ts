@@ -289,7 +289,7 @@ export async function startTaskInProcess(spec: TaskSpec, log: Logger, onAnnounce
     producer,
     catalog,
     store,
-    format: valueFormat(valueConverter, resolver, { caseInsensitive: connector.tables.caseInsensitive, forceOptional: connector.tables.forceOptional }),
+    format: valueFormat(valueConverter, resolver, { caseInsensitive: connector.tables.caseInsensitive, forceOptional: connector.tables.forceOptional, evolveSchema: connector.tables.evolveSchema }),
     keyConverter: keyConverter.kind,
     crash,
     log,
@@ -400,7 +400,9 @@ export async function runStandalone(options: StandaloneOptions): Promise<Standal
         await admin.close();
       }
     },
-    startTask(c, taskId, onAnnounced) {
+    startTask(c, n, onAnnounced) {
+      // Task n of this worker; icefloe.tasks.id-offset keeps several workers' tasks of one connector distinct.
+      const taskId = n + worker.taskIdOffset;
       const spec: TaskSpec = { workerProps, baseDir: options.cwd, connector: c.stored(), taskId, crash: options.crash, logLevel };
       if (worker.tasksMode === 'process') return startTaskProcess(spec, log, onAnnounced);
       let task: SinkTask | undefined;

@@ -132,12 +132,19 @@ export function parseIdentifier(text: string): TableIdentifier {
   return { namespace: parts, name };
 }
 
-/** Creates the namespace unless it exists (tolerating a concurrent creator). */
+/**
+ * Creates the namespace unless it exists (tolerating a concurrent creator). A concurrent creator does not
+ * always surface as AlreadyExists: Iceberg's JdbcCatalog behind a REST server inserts the namespace's rows
+ * without a guard, so the loser of a race gets a 500 (a duplicate-key SQL error). Whatever the failure, a
+ * namespace that exists afterwards is what we asked for.
+ */
 export async function ensureNamespace(catalog: Catalog, namespace: Namespace, properties?: Readonly<Record<string, string>>): Promise<void> {
   if (await catalog.namespaceExists(namespace)) return;
   try {
     await catalog.createNamespace(namespace, properties);
   } catch (e) {
-    if (!(e instanceof NamespaceAlreadyExistsError)) throw e;
+    if (e instanceof NamespaceAlreadyExistsError) return;
+    if (await catalog.namespaceExists(namespace).catch(() => false)) return;
+    throw e;
   }
 }

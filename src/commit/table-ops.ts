@@ -140,6 +140,8 @@ export interface EvolveSchemaOptions {
   readonly caseSensitive?: boolean;
   /** Keep `schema.name-mapping.default` in step with the schema (for readers of files without ids). */
   readonly updateNameMapping?: boolean;
+  /** `source` is inferred (schemaless JSON): only add the fields the table lacks (see `unionByName`). */
+  readonly addColumnsOnly?: boolean;
 }
 
 /**
@@ -153,6 +155,7 @@ export async function evolveSchema(deps: TableOpsDeps, id: TableIdentifier, sour
     evolveTableSchema(table.metadata, source, {
       ...(options.caseSensitive === undefined ? {} : { caseSensitive: options.caseSensitive }),
       ...(options.updateNameMapping === undefined ? {} : { updateNameMapping: options.updateNameMapping }),
+      ...(options.addColumnsOnly === undefined ? {} : { addColumnsOnly: options.addColumnsOnly }),
     });
   const outcome = await commitWithRetry(
     deps.catalog,

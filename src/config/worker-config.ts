@@ -163,6 +163,8 @@ export const WORKER_CONFIG_DEF: ConfigDef = new ConfigDef()
     doc: 'Extra properties of the worker\'s default catalog, in the iceberg.catalog.* vocabulary (`s3.endpoint`, `s3.access-key-id`, `s3.secret-access-key`, `client.region`, `token`, `jdbc.user`, `jdbc.password`).' })
   .define({ name: 'icefloe.tasks.mode', type: 'STRING', default: 'process', importance: 'MEDIUM', group: G_ICEFLOE, validator: validators.oneOf(['process', 'in-process']),
     doc: 'Run each task as a child process (N tasks use N cores; the native Kafka client does not load in worker threads) or all tasks in the worker process (one core; simplest to debug).' })
+  .define({ name: 'icefloe.tasks.id-offset', type: 'INT', default: '0', importance: 'LOW', group: G_ICEFLOE, validator: validators.range(0),
+    doc: 'Added to the task numbers of every connector this worker runs (task ids `<offset>..<offset>+tasks.max-1`, so transactional ids `<prefix><connector>-<id>`): several standalone workers sharing one connector give each a different offset so their tasks stay distinct members rather than fencing each other by transactional.id.' })
   .define({ name: 'icefloe.coordination', type: 'STRING', default: 'embedded', importance: 'MEDIUM', group: G_ICEFLOE, validator: validators.oneOf(['embedded', 'redis']),
     doc: 'Where committer election and commit jobs live: embedded (in the worker process, standalone) or redis (leases and queues shared by several workers).' })
   .define({ name: 'icefloe.redis.url', type: 'STRING', default: null, importance: 'MEDIUM', group: G_ICEFLOE,
@@ -207,6 +209,8 @@ export interface WorkerConfig {
   /** The default catalog in the connector's iceberg.catalog.* vocabulary; undefined with icefloe.catalog=none. */
   readonly defaultCatalogProps: Readonly<Record<string, string>> | undefined;
   readonly tasksMode: 'process' | 'in-process';
+  /** Added to each connector's task numbers (several standalone workers on one connector use distinct ids). */
+  readonly taskIdOffset: number;
   readonly coordination: { readonly kind: 'embedded' } | { readonly kind: 'redis'; readonly url: string };
   readonly secretKeys: readonly string[];
   readonly warnings: readonly string[];
@@ -262,7 +266,8 @@ function buildWorker(p: ParsedConfig, options: WorkerParseOptions): WorkerConfig
     const m = LISTENER.exec(l);
     if (m === null) return [];
     const port = Number(m[3]);
-    if (port < 1 || port > 65535) p.addError('listeners', invalidMessage('listeners', l, 'Port must be between 1 and 65535'));
+    // Port 0 is an ephemeral port, as in Kafka Connect (its own test clusters listen on http://localhost:0).
+    if (port < 0 || port > 65535) p.addError('listeners', invalidMessage('listeners', l, 'Port must be between 0 and 65535'));
     return [{ protocol: (m[1] as string).toLowerCase() as 'http' | 'https', host: (m[2] as string).replace(/^\[|\]$/g, ''), port }];
   });
   if (listeners.some((l) => l.protocol === 'https')) {
@@ -338,6 +343,7 @@ function buildWorker(p: ParsedConfig, options: WorkerParseOptions): WorkerConfig
     catalog: Object.freeze(catalog),
     defaultCatalogProps: defaultCatalogProps === undefined ? undefined : safeProps(defaultCatalogProps, 'iceberg.catalog.'),
     tasksMode: p.string('icefloe.tasks.mode') === 'in-process' ? 'in-process' : 'process',
+    taskIdOffset: p.number('icefloe.tasks.id-offset') ?? 0,
     coordination: coordinationKind === 'redis' ? Object.freeze({ kind: 'redis' as const, url: redisUrl ?? '' }) : Object.freeze({ kind: 'embedded' as const }),
     secretKeys: p.secretKeys(),
     warnings: p.warnings,

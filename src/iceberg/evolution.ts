@@ -248,6 +248,14 @@ export interface UnionByNameOptions {
   readonly caseSensitive?: boolean;
   /** Also emit `set-properties schema.name-mapping.default` regenerated from the new schema. */
   readonly updateNameMapping?: boolean;
+  /**
+   * The source schema is a guess — inferred from one schemaless JSON record, where an integral number
+   * reads as long, a fraction as double, a null or an empty array as string: take only the fields the
+   * table lacks (at any depth). Fields the table has keep their type and requiredness whatever the guess
+   * says (no promotion, no make-optional, and a conflict is not an error): the decoder converts each value
+   * to the table's type or rejects that record. This is the Apache sink's rule for schemaless values.
+   */
+  readonly addColumnsOnly?: boolean;
 }
 
 export interface SchemaEvolution {
@@ -279,6 +287,7 @@ export function unionByName(tableSchema: Schema, sourceSchema: Schema, lastColum
     caseSensitive ? fields.find((f) => f.name === name) : fields.find((f) => f.name.toLowerCase() === name.toLowerCase());
 
   const updateColumn = (source: NestedField, existing: NestedField): void => {
+    if (options.addColumnsOnly === true) return;
     const path = index.columnName(existing.id) ?? existing.name;
     if (!source.required && existing.required) changes.push({ kind: 'make-optional', fieldId: existing.id });
     const st = source.type;

@@ -11,7 +11,7 @@ import { avroToIceberg } from '../decode/avro-schema.ts';
 import { confluentSchemaId, ConfluentAvroDecoder } from '../decode/avro-decoder.ts';
 import { confluentMessageIndexes, ConfluentProtobufDecoder } from '../decode/protobuf-decoder.ts';
 import { protobufToIceberg } from '../decode/protobuf-schema.ts';
-import { connectSchemaToIceberg, inferIcebergSchema, JsonConverterDecoder, parseJson, RawColumnDecoder, singleColumnSchema, unwrapEnvelope } from '../decode/json-decoder.ts';
+import { connectSchemaToIceberg, inferIcebergSchema, JsonConverterDecoder, JsonNumberText, parseJson, RawColumnDecoder, singleColumnSchema, unwrapEnvelope } from '../decode/json-decoder.ts';
 import type { SchemaResolver } from '../decode/registry-port.ts';
 import type { RecordSink } from '../decode/sink.ts';
 import type { Schema } from '../iceberg/types.ts';
@@ -30,11 +30,22 @@ export interface ValueFormat {
   /** The message's writer schema as an Iceberg schema with fresh ids. */
   sourceSchema(msg: Uint8Array): Promise<Schema>;
   decoderFor(table: Schema): TableDecoder;
+  /**
+   * True when `sourceSchema` is inferred from the record's value (schemaless JSON) rather than declared:
+   * evolution then only adds the fields a table lacks (`unionByName`'s `addColumnsOnly`).
+   */
+  readonly inferredSchemas?: boolean;
 }
 
 export interface FormatOptions {
   readonly caseInsensitive: boolean;
   readonly forceOptional: boolean;
+  /**
+   * `iceberg.tables.evolve-schema-enabled`: schemaless JSON keys then tell records apart by their field
+   * names at every depth (a key first seen inside a nested object is a new field to add), not only the
+   * top-level ones. Off, the top-level names are enough and the keys stay few.
+   */
+  readonly evolveSchema?: boolean;
 }
 
 export function valueFormat(converter: ConverterConfig, resolver: SchemaResolver | undefined, options: FormatOptions): ValueFormat {
@@ -106,10 +117,17 @@ function jsonFormat(schemasEnable: boolean, options: FormatOptions): ValueFormat
   const parse = (msg: Uint8Array): { payload: unknown; schema: unknown } => unwrapEnvelope(parseJson(msg), schemasEnable);
   return {
     // Connect JSON carries its schema in every record (or none): the key is a digest of the schema, or
-    // of the top-level field names for schemaless JSON (new names are what evolution looks for).
+    // of the field names for schemaless JSON (new names are what evolution looks for) — at every depth
+    // when evolution is on, so a key first seen inside a nested object is not dropped unseen.
     schemaKey(msg) {
       const { payload, schema } = parse(msg);
-      const basis = schemasEnable ? JSON.stringify(schema ?? null) : typeof payload === 'object' && payload !== null ? Object.keys(payload).sort().join('\u0000') : '';
+      const basis = schemasEnable
+        ? JSON.stringify(schema ?? null)
+        : options.evolveSchema === true
+          ? fieldNamePaths(payload)
+          : typeof payload === 'object' && payload !== null
+            ? Object.keys(payload).sort().join('\u0000')
+            : '';
       return createHash('sha1').update(basis).digest('base64');
     },
     sourceSchema(msg) {
@@ -122,7 +140,30 @@ function jsonFormat(schemasEnable: boolean, options: FormatOptions): ValueFormat
       const d = new JsonConverterDecoder(table, { schemasEnable, caseInsensitive: options.caseInsensitive });
       return { prepare: () => undefined, decode: (msg, sink) => d.decode(msg, sink) };
     },
+    inferredSchemas: !schemasEnable,
   };
+}
+
+/**
+ * Every object key of a schemaless JSON value as its path from the root (array elements share their
+ * array's path), sorted and joined: equal for two values exactly when they have the same field names at
+ * every depth. Names are JSON-quoted, so no name can fake a separator.
+ */
+function fieldNamePaths(value: unknown): string {
+  const paths = new Set<string>();
+  const walk = (v: unknown, path: string): void => {
+    if (Array.isArray(v)) {
+      for (const e of v) walk(e, `${path}[]`);
+    } else if (typeof v === 'object' && v !== null && !(v instanceof JsonNumberText)) {
+      for (const [k, x] of Object.entries(v)) {
+        const p = `${path}.${JSON.stringify(k)}`;
+        paths.add(p);
+        walk(x, p);
+      }
+    }
+  };
+  walk(value, '');
+  return [...paths].sort().join('\u0000');
 }
 
 function rawFormat(kind: 'string' | 'binary'): ValueFormat {

@@ -21,7 +21,7 @@ import { DataError, IcefloeError, RetriableError } from '../core/errors.ts';
 import type { Logger } from '../core/log.ts';
 import type { ConnectorConfig } from '../config/connector-config.ts';
 import type { ConverterKind } from '../config/converters.ts';
-import { isFenced, partitionKey } from '../consume/port.ts';
+import { isFenced, partitionKey, requiresAbort } from '../consume/port.ts';
 import type { KafkaSource, OutgoingRecord, RawRecord, TopicPartition, TopicPartitionOffset, TransactionalProducer } from '../consume/port.ts';
 import { NoSuchTableError, parseIdentifier, TableAlreadyExistsError } from '../commit/port.ts';
 import type { Catalog, LoadedTable } from '../commit/port.ts';
@@ -372,11 +372,12 @@ export class SinkTask {
     if (sink.acceptedSchemaKeys.has(key)) return sink;
     if (connector.tables.evolveSchema) {
       const source = withMetadataFields(await this.d.format.sourceSchema(msg), this.metaFields);
-      const caseSensitive = !connector.tables.caseInsensitive;
-      if (evolveTableSchema(sink.table.metadata, source, { caseSensitive }).changed) {
+      // An inferred schema (schemaless JSON) is a guess from one record: it only adds what the table lacks.
+      const options = { caseSensitive: !connector.tables.caseInsensitive, addColumnsOnly: this.d.format.inferredSchemas === true };
+      if (evolveTableSchema(sink.table.metadata, source, options).changed) {
         await this.completeCycle('schema-change');
         if (this.needsRewind) return sink;
-        const loaded = await evolveSchema({ catalog: this.d.catalog, store: this.d.store }, parseIdentifier(name), source, { caseSensitive });
+        const loaded = await evolveSchema({ catalog: this.d.catalog, store: this.d.store }, parseIdentifier(name), source, options);
         this.log.info('table schema evolved', { table: name, schemaId: loaded.metadata.currentSchemaId });
         sink = this.install(name, loaded);
       }
@@ -415,14 +416,19 @@ export class SinkTask {
    * After a retriable failure (broker, registry, catalog or store trouble, an aborted transaction): the
    * cycle is abandoned, so back off and read again from the committed offsets. Anything else — and too
    * many failures in a row (`iceberg.control.commit.max-consecutive-failures`) — fails the task.
+   * A transaction the broker made us abort (the consumer's group generation went stale: a rebalance was
+   * under way when the cycle sent its offsets) is the protocol working as designed (consume/port.ts: abort,
+   * drop, rewind, start a new cycle), not a failing dependency, so it does not count as a failure: with the
+   * default limit of 1 it would otherwise fail the task at an ordinary rebalance, e.g. a second task joining.
    */
   private async retryLater(e: unknown): Promise<void> {
     if (isFenced(e) || !(e instanceof RetriableError)) throw e;
     if (!this.needsRewind) await this.abandon(e);
-    this.consecutiveFailures++;
+    const counted = !requiresAbort(e);
+    if (counted) this.consecutiveFailures++;
     this.log.warn('cycle abandoned; reading again from the committed offsets', { error: describe(e), consecutive: this.consecutiveFailures });
-    if (this.consecutiveFailures >= Math.max(1, this.d.connector.control.maxConsecutiveFailures)) throw e;
-    await sleep(Math.min(MAX_BACKOFF_MS, 200 * 2 ** (this.consecutiveFailures - 1)));
+    if (counted && this.consecutiveFailures >= Math.max(1, this.d.connector.control.maxConsecutiveFailures)) throw e;
+    await sleep(Math.min(MAX_BACKOFF_MS, 200 * 2 ** Math.max(0, this.consecutiveFailures - 1)));
   }
 
   private async commitCycle(why: string): Promise<void> {

@@ -69,7 +69,7 @@ export class StandaloneWorker {
     running.loop = this.committerLoop(running, log);
     for (let t = 0; t < connector.tasksMax; t++) {
       const handle = this.d.startTask(connector, t, () => running.wake());
-      handle.done.catch((e: unknown) => log.error('task failed; the worker keeps running (restart it to retry)', { task: t, error: e instanceof Error ? e.message : String(e) }));
+      handle.done.catch((e: unknown) => log.error('task failed; the worker keeps running (restart it to retry)', { task: handle.taskId, error: e instanceof Error ? e.message : String(e) }));
       running.tasks.push(handle);
     }
     log.info('connector started', { tasks: connector.tasksMax, config: connector.redacted() });

@@ -102,6 +102,11 @@ export class ConfluentKafkaAdmin implements KafkaAdmin {
   async clusterId(): Promise<string> {
     const { global, topic } = splitTopicConfig({ ...this.#config, debug: 'metadata' });
     const probe = sync('admin', () => new RdKafka.Producer(global, topic));
+    // The id usually shows up in a log line before connect() has called back. Disconnecting a producer that
+    // is not connected yet throws ('Producer not connected', from its flush) and leaks the client, so the
+    // probe is disconnected only once its connect settled, and only if it succeeded.
+    let connected: (ok: boolean) => void = () => undefined;
+    const connectSettled = new Promise<boolean>((resolve) => (connected = resolve));
     try {
       return await new Promise<string>((resolve, reject) => {
         const timer = setTimeout(() => reject(new RetriableError('Kafka admin: no metadata response carried a cluster id in time')), TIMEOUT_MS);
@@ -113,6 +118,7 @@ export class ConfluentKafkaAdmin implements KafkaAdmin {
           }
         });
         probe.connect({ timeout: TIMEOUT_MS }, (err) => {
+          connected(err === null || err === undefined);
           if (err !== null && err !== undefined) {
             clearTimeout(timer);
             reject(translateKafkaError(err, 'admin'));
@@ -120,7 +126,7 @@ export class ConfluentKafkaAdmin implements KafkaAdmin {
         });
       });
     } finally {
-      await new Promise<void>((resolve) => probe.disconnect(() => resolve()));
+      if (await connectSettled) await new Promise<void>((resolve) => probe.disconnect(() => resolve()));
     }
   }
 

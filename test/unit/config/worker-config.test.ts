@@ -54,6 +54,7 @@ test('an empty worker file is the embedded default', () => {
   assert.deepEqual(w.catalog, { kind: 'sqlite', path: '/srv/icefloe/icefloe-data/catalog.db' });
   assert.deepEqual(w.defaultCatalogProps, { type: 'sql', uri: 'jdbc:sqlite:/srv/icefloe/icefloe-data/catalog.db', warehouse: 'file:///srv/icefloe/icefloe-data/warehouse' });
   assert.equal(w.tasksMode, 'process');
+  assert.equal(w.taskIdOffset, 0);
   assert.deepEqual(w.coordination, { kind: 'embedded' });
   assert.deepEqual(w.clientSecurity, { 'security.protocol': 'PLAINTEXT' });
   assert.deepEqual(w.warnings, []);
@@ -82,6 +83,15 @@ test('worker catalogs: PostgreSQL, REST with extra properties, none', () => {
   assert.equal(parseWorkerProperties('icefloe.catalog=none', { baseDir: BASE_DIR }).defaultCatalogProps, undefined);
   const bad = validateWorkerConfig({ 'icefloe.catalog': 'hive://x' }, { baseDir: BASE_DIR });
   assert.match(bad.errors.get('icefloe.catalog')?.[0] ?? '', /Expected sqlite:<file>/);
+});
+
+test('icefloe.tasks.id-offset: a non-negative integer added to the task ids', () => {
+  assert.equal(parseWorkerProperties('icefloe.tasks.id-offset=2', { baseDir: BASE_DIR }).taskIdOffset, 2);
+  for (const bad of ['-1', 'one']) {
+    const v = validateWorkerConfig({ 'icefloe.tasks.id-offset': bad }, { baseDir: BASE_DIR });
+    assert.equal(v.errorCount, 1, bad);
+    assert.ok(v.errors.has('icefloe.tasks.id-offset'), bad);
+  }
 });
 
 test('client security passes through, and is redacted for logs', () => {
@@ -145,4 +155,10 @@ test('connector files: the REST shape and the flat shape', () => {
     ['{nope', /not valid JSON/],
   ];
   for (const [text, re] of bad) assert.throws(() => parseConnectorFile(text, 'f.json'), (e: unknown) => e instanceof ConfigError && re.test(e.message), text);
+});
+
+test('listeners: port 0 (an ephemeral port, as Kafka Connect allows) is valid; 65536 is not', () => {
+  assert.deepEqual(parseWorkerProperties('listeners=http://127.0.0.1:0', { baseDir: BASE_DIR }).listeners, [{ protocol: 'http', host: '127.0.0.1', port: 0 }]);
+  const v = validateWorkerConfig({ listeners: 'http://127.0.0.1:65536' }, { baseDir: BASE_DIR });
+  assert.match(v.errors.get('listeners')?.[0] ?? '', /Port must be between 0 and 65535/);
 });

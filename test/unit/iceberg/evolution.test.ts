@@ -138,6 +138,30 @@ test('disallowed changes are ConfigError naming the field', () => {
   assert.throws(() => applySchemaChanges(table, [{ kind: 'delete-column', fieldId: 1 }], LAST), /identifier/);
 });
 
+test('addColumnsOnly (a schema inferred from schemaless JSON): adds what the table lacks at any depth, keeps every existing field as it is', () => {
+  // Every guess below would be a ConfigError or a promotion without the option.
+  const guess = source([
+    f('id', { kind: 'long' }),
+    f('price', { kind: 'double' }),
+    f('ratio', { kind: 'string' }),
+    f('customer', { kind: 'struct', fields: [f('name', { kind: 'long' }), f('email', { kind: 'string' })] }),
+    f('lines', { kind: 'list', elementId: 0, elementRequired: false, element: { kind: 'struct', fields: [f('sku', { kind: 'string' }), f('qty', { kind: 'long' })] } }),
+    f('note', { kind: 'string' }),
+  ]);
+  assert.throws(() => unionByName(table, guess, LAST), /ConfigError|cannot change type/);
+  const ev = unionByName(table, guess, LAST, { addColumnsOnly: true });
+  assert.equal(ev.changed, true);
+  assert.deepEqual(
+    ev.changes.map((c) => (c.kind === 'add-column' ? `${c.kind} ${String(c.parentId)} ${c.field.name}` : c.kind)),
+    ['add-column 4 email', 'add-column 7 qty', 'add-column null note'],
+  );
+  const idx = new SchemaIndex(ev.schema);
+  for (const id of [1, 2, 3, 5, 8]) assert.deepEqual(idx.field(id), new SchemaIndex(table).field(id), `field ${id} unchanged`);
+  assert.equal(ev.schema.fields.find((x) => x.name === 'note')?.required, false);
+  // Nothing new: no change, whatever the guessed types.
+  assert.equal(unionByName(table, source([f('id', { kind: 'string' }), f('customer', { kind: 'string' })]), LAST, { addColumnsOnly: true }).changed, false);
+});
+
 test('explicit changes: add into a list element struct, rename, delete; diffSchemas recovers them', () => {
   const r = applySchemaChanges(
     table,
