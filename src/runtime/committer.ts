@@ -234,8 +234,12 @@ export class ConnectorCommitter {
         latencyMs: oldest.length === 0 ? undefined : this.now() - Math.min(...oldest),
         validThroughTs: plan.validThroughTs,
       };
-      this.commits.push(commit);
-      if (this.commits.length > 10_000) this.commits.splice(0, this.commits.length - 10_000);
+      // `already-applied`: the snapshot was there before this committer's first attempt (another committer
+      // of the connector, or this one before a restart, made it): logged, but not counted as a commit here.
+      if (outcome.status !== 'already-applied') {
+        this.commits.push(commit);
+        if (this.commits.length > 10_000) this.commits.splice(0, this.commits.length - 10_000);
+      }
       this.running(name, { lastSnapshotId: snapshot, lastCommitMs: this.now(), validThroughTs: plan.validThroughTs });
       this.log.info('table committed', {
         table: name,
