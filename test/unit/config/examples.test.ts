@@ -65,7 +65,7 @@ test('example specifics: the orders connector, JSON with and without schemas, bo
   assert.deepEqual(orders.topics, { kind: 'list', topics: ['orders'] });
   assert.equal(orders.valueConverter?.kind, 'avro');
   assert.equal(orders.tables.autoCreate, true);
-  assert.equal(orders.tables.settings('sales.orders').partitionBy, 'day(order_ts), bucket(customer_id, 16)');
+  assert.equal(orders.tables.settings('sales.orders').partitionBy, 'day(created_at), bucket(order_id, 16)');
   assert.equal(orders.catalog.type, 'rest');
   assert.equal(orders.catalog.s3.endpoint, 'http://127.0.0.1:9000');
   assert.equal(load('orders-protobuf.json').valueConverter?.kind, 'protobuf');
