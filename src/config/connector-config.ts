@@ -180,7 +180,7 @@ export const CONNECTOR_CONFIG_DEF: ConfigDef = new ConfigDef()
   .define({ name: 'iceberg.control.commit.threads', type: 'INT', default: null, importance: 'LOW', group: G_CONTROL, validator: validators.range(1), defaultDoc: 'null (cores × 2)',
     doc: 'How many tables one committer commits concurrently.' })
   .define({ name: 'iceberg.control.commit.max-consecutive-failures', type: 'INT', default: '1', importance: 'LOW', group: G_CONTROL, validator: validators.range(1),
-    doc: 'Consecutive failed commits of one table after which its committer stops and reports FAILED (the table\'s positions stay put; nothing is skipped).' })
+    doc: 'Accepted for compatibility; not used by the standalone worker, which retries a failed table commit every round and a failed task cycle with back-off (up to 10 s), for as long as the failure is retriable, logging each attempt. A failure that cannot succeed by retrying (an announcement that cannot be applied) stops the table instead.' })
   .define({ name: 'iceberg.coordinator-executor-keep-alive-timeout-ms', type: 'LONG', default: '120000', importance: 'LOW', group: G_CONTROL, validator: validators.range(0),
     doc: 'Keep-alive of the Java coordinator\'s commit threads. Accepted for compatibility; Icefloe has no thread pool to keep alive.' })
   .define({ name: 'iceberg.coordinator.transactional.prefix', type: 'STRING', default: '', importance: 'LOW', group: G_CONTROL,

@@ -13,7 +13,7 @@
  *
  * In standalone mode it runs in the worker process; distributed mode elects one per table, same protocol.
  */
-import { RetriableError } from '../core/errors.ts';
+import { IcefloeError, RetriableError } from '../core/errors.ts';
 import type { Logger } from '../core/log.ts';
 import type { ConnectorConfig } from '../config/connector-config.ts';
 import type { ControlTopicReader, KafkaAdmin, TopicPartitionOffset } from '../consume/port.ts';
@@ -76,6 +76,8 @@ export class ConnectorCommitter {
   private readonly status = new Map<string, TableCommitStatus>();
   private clusterId: string | undefined;
   private readonly existing = new Set<string>();
+  /** Consecutive failed rounds per table (for the log; the table is retried every round). */
+  private readonly failures = new Map<string, number>();
 
   constructor(deps: CommitterDeps) {
     this.d = deps;
@@ -95,10 +97,25 @@ export class ConnectorCommitter {
     const names = [...this.tables.keys()].sort();
     const made: CommitRecord[] = [];
     const trimAt = new Map<number, bigint>();
+    let keepBuffer = false;
     for (let i = 0; i < names.length; i++) {
       const name = names[i] as string;
       const ref = this.tables.get(name) as TableRef;
-      const { plan, commit } = await this.commitTable(ref, live, logStart);
+      let result: Awaited<ReturnType<ConnectorCommitter['commitTable']>>;
+      try {
+        result = await this.commitTable(ref, live, logStart);
+        this.failures.delete(name);
+      } catch (e) {
+        // One table's trouble (catalog or store unreachable, retries exhausted) must not hold the others
+        // back: it is tried again next round, its announcements kept in the buffer meanwhile.
+        if (!(e instanceof IcefloeError) || !e.retriable) throw e;
+        const n = (this.failures.get(name) ?? 0) + 1;
+        this.failures.set(name, n);
+        this.log.warn('table commit failed; retrying next round', { table: name, consecutive: n, error: e.message });
+        keepBuffer = true;
+        continue;
+      }
+      const { plan, commit } = result;
       if (commit !== undefined) {
         made.push(commit);
         if (i < names.length - 1) this.d.crash.reach('committer.between-tables');
@@ -108,7 +125,7 @@ export class ConnectorCommitter {
       for (const [p, o] of needs) trimAt.set(p, trimAt.has(p) ? min(trimAt.get(p) as bigint, o) : o);
     }
     for (const [p] of this.cursor ?? []) if (!trimAt.has(p)) trimAt.set(p, this.cursor?.get(p) ?? 0n);
-    this.buffer = this.buffer.filter((r) => r.offset >= (trimAt.get(r.partition) ?? 0n));
+    if (!keepBuffer) this.buffer = this.buffer.filter((r) => r.offset >= (trimAt.get(r.partition) ?? 0n));
     return made;
   }
 

@@ -413,21 +413,18 @@ export class SinkTask {
   }
 
   /**
-   * After a retriable failure (broker, registry, catalog or store trouble, an aborted transaction): the
-   * cycle is abandoned, so back off and read again from the committed offsets. Anything else — and too
-   * many failures in a row (`iceberg.control.commit.max-consecutive-failures`) — fails the task.
-   * A transaction the broker made us abort (the consumer's group generation went stale: a rebalance was
-   * under way when the cycle sent its offsets) is the protocol working as designed (consume/port.ts: abort,
-   * drop, rewind, start a new cycle), not a failing dependency, so it does not count as a failure: with the
-   * default limit of 1 it would otherwise fail the task at an ordinary rebalance, e.g. a second task joining.
+   * After a retriable failure (broker, registry, catalog or store trouble, an aborted transaction) the
+   * cycle is abandoned: back off and read again from the committed offsets, as Connect retries a sink
+   * task's RetriableException — for as long as it takes, since nothing was lost and the operator sees
+   * every attempt in the log. A transaction the broker made us abort (the group generation moved on: a
+   * rebalance under way) is the protocol working (consume/port.ts), so it does not grow the back-off.
+   * Anything not retriable (a fenced zombie, a bad configuration, a data error) fails the task.
    */
   private async retryLater(e: unknown): Promise<void> {
     if (isFenced(e) || !(e instanceof RetriableError)) throw e;
     if (!this.needsRewind) await this.abandon(e);
-    const counted = !requiresAbort(e);
-    if (counted) this.consecutiveFailures++;
+    if (!requiresAbort(e)) this.consecutiveFailures++;
     this.log.warn('cycle abandoned; reading again from the committed offsets', { error: describe(e), consecutive: this.consecutiveFailures });
-    if (counted && this.consecutiveFailures >= Math.max(1, this.d.connector.control.maxConsecutiveFailures)) throw e;
     await sleep(Math.min(MAX_BACKOFF_MS, 200 * 2 ** Math.max(0, this.consecutiveFailures - 1)));
   }
 
