@@ -113,6 +113,16 @@ async function standalone(args: readonly string[]): Promise<number> {
     process.stderr.write(`usage: icefloe standalone WORKER.properties CONNECTOR.json...\n`);
     return 2;
   }
+  // Listen before starting anything: a SIGTERM during start-up (a supervisor stopping a worker that has
+  // just been started) must stop it cleanly once it is up, not kill it by the default action and leave its
+  // task processes to notice on their own.
+  let stopRequested = false;
+  let onStop = (): void => {
+    stopRequested = true;
+  };
+  const stop = (): void => onStop();
+  process.on('SIGTERM', stop);
+  process.on('SIGINT', stop);
   const { parseCrashSpec, runStandalone } = await import('./app.ts');
   let worker: Awaited<ReturnType<typeof runStandalone>>;
   try {
@@ -128,15 +138,9 @@ async function standalone(args: readonly string[]): Promise<number> {
     process.stderr.write(`icefloe standalone: ${text}\n`);
     return e instanceof ConfigError ? 2 : 1;
   }
-  await new Promise<void>((resolve) => {
-    const stop = (): void => {
-      process.off('SIGTERM', stop);
-      process.off('SIGINT', stop);
-      resolve();
-    };
-    process.on('SIGTERM', stop);
-    process.on('SIGINT', stop);
-  });
+  if (!stopRequested) await new Promise<void>((resolve) => (onStop = resolve));
+  process.off('SIGTERM', stop);
+  process.off('SIGINT', stop);
   await worker.stop();
   return 0;
 }

@@ -107,15 +107,21 @@ export class StandaloneWorker {
 
   private async committerLoop(c: RunningConnector, log: Logger): Promise<void> {
     const interval = c.config.control.commitIntervalMs;
+    // An announcement during a round may have landed after the round read the control topic: the next
+    // round then follows it as soon as a wake outside a round would, not a whole interval later.
+    let wokenDuringRound = false;
     while (!c.stopping) {
       await new Promise<void>((resolve) => {
-        const timer = setTimeout(resolve, interval);
+        const timer = setTimeout(resolve, wokenDuringRound ? WAKE_DELAY_MS : interval);
+        wokenDuringRound = false;
         c.wake = () => {
           clearTimeout(timer);
           setTimeout(resolve, c.stopping ? 0 : WAKE_DELAY_MS);
         };
       });
-      c.wake = () => undefined;
+      c.wake = () => {
+        wokenDuringRound = true;
+      };
       if (c.stopping) break;
       try {
         await c.committer.round();

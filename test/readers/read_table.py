@@ -14,7 +14,9 @@ Arguments (JSON object; every key is optional except "table", defaults come from
   catalog     {"kind": "rest"|"sql", "uri": ..., "name": ..., "warehouse": ...}
               rest: uri http://127.0.0.1:8181 ($ICEFLOE_CATALOG_URI)
               sql:  the JdbcCatalog tables behind the REST fixture, read directly with PyIceberg's
-                    SqlCatalog; uri postgresql+psycopg2://... (default from $ICEFLOE_POSTGRES_URL)
+                    SqlCatalog; uri postgresql+psycopg2://... (default from $ICEFLOE_POSTGRES_URL),
+                    or sqlite:////abs/path/catalog.db (a worker's embedded SQLite catalog; then give
+                    "name" — the embedded default's is "iceberg" — and its file:// warehouse)
   s3          {"endpoint", "access_key", "secret_key", "region"} ($ICEFLOE_S3_*)
   table       "namespace.table"
   filter      PyIceberg: a row-filter expression ("id > 2 and name = 'b'");
@@ -158,7 +160,8 @@ def load_pyiceberg_catalog(cat, s3):
     if cat["kind"] == "rest":
         check_catalog(cat["uri"])
         return load_catalog(cat["name"], type="rest", **props)
-    check_tcp("postgres", cat["uri"].split("@")[-1], 5432)
+    if not cat["uri"].startswith("sqlite:"):  # a SQLite file needs no server
+        check_tcp("postgres", cat["uri"].split("@")[-1], 5432)
     # Read-only: never create or migrate the catalog tables the REST fixture owns.
     return load_catalog(cat["name"], type="sql", init_catalog_tables="false", **props)
 
