@@ -19,9 +19,10 @@ import { prng } from '../test/helpers/prng.ts';
 import avro from 'avsc';
 import { compileAvroDecoder } from '../src/decode/avro-decoder.ts';
 import { avroToIceberg } from '../src/decode/avro-schema.ts';
-import type { ObjectInfo } from '../src/upload/port.ts';
-import { buildLayout, DataFileWriter, DEFAULT_WRITE_CONFIG, RecordAppender } from '../src/write/index.ts';
+import { buildLayout, DEFAULT_WRITE_CONFIG, RecordAppender } from '../src/write/index.ts';
 import type { WriteConfig } from '../src/write/index.ts';
+import { decodeIntoWriter, measure, median } from './lib/bench-common.ts';
+import type { Frames, Run } from './lib/bench-common.ts';
 
 const args = process.argv.slice(2);
 const ROWS = Number(args.find((a) => /^\d+$/.test(a)) ?? 1_000_000);
@@ -56,12 +57,6 @@ const SCHEMA = {
   ],
 };
 
-
-interface Frames {
-  buf: Buffer;
-  /** starts[i]..starts[i+1] is message i (Confluent framed). */
-  starts: Float64Array;
-}
 
 /** n framed order events in one buffer; deterministic. */
 function generate(n: number, seed: number, type: avro.Type): Frames {
@@ -111,26 +106,6 @@ function generate(n: number, seed: number, type: avro.Type): Frames {
   return { buf: Buffer.concat(chunks, at), starts };
 }
 
-interface Run {
-  wallS: number;
-  cpuS: number;
-}
-
-async function measure(body: () => Promise<void> | void): Promise<Run> {
-  globalThis.gc?.();
-  const cpu0 = process.cpuUsage();
-  const t0 = performance.now();
-  await body();
-  const wallS = (performance.now() - t0) / 1000;
-  const cpu = process.cpuUsage(cpu0);
-  return { wallS, cpuS: (cpu.user + cpu.system) / 1e6 };
-}
-
-function median(xs: number[]): number {
-  const s = [...xs].sort((a, b) => a - b);
-  return s[Math.floor(s.length / 2)] as number;
-}
-
 const type = avro.Type.forSchema(SCHEMA as avro.Schema);
 const table = avroToIceberg(SCHEMA);
 const layout = buildLayout(table);
@@ -163,27 +138,9 @@ function runColumnar(f: Frames, n: number, a: RecordAppender): void {
   a.rows = 0;
 }
 
-/** (c) decode + the full DataFileWriter encode. */
+/** (c) decode + the full DataFileWriter encode (scripts/lib/bench-common.ts, shared with `npm run bench`). */
 async function runEndToEnd(f: Frames, n: number): Promise<number> {
-  let bytes = 0;
-  const store = {
-    async putStream(location: string, chunks: AsyncIterable<Uint8Array> | Iterable<Uint8Array>): Promise<ObjectInfo> {
-      let size = 0;
-      for await (const c of chunks) size += c.byteLength;
-      bytes += size;
-      return { location, size, lastModifiedMs: 0 };
-    },
-  };
-  const writer = new DataFileWriter({ layout, store, newLocation: () => 'memory://bench/data.parquet', partition: [], specId: 0, config });
-  const d = program.bind(writer.appender);
-  const { buf, starts } = f;
-  for (let i = 0; i < n; i++) {
-    if (d.decode(buf, (starts[i] as number) + 5, starts[i + 1] as number)) await writer.flushIfNeeded();
-  }
-  const files = await writer.close();
-  const rows = files.reduce((k, x) => k + Number(x.recordCount), 0);
-  if (rows !== n) throw new Error(`wrote ${rows} rows, expected ${n}`);
-  return bytes;
+  return (await decodeIntoWriter({ program, layout, config, frames: f, n })).parquetBytes;
 }
 
 async function main(): Promise<void> {
