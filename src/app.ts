@@ -1,8 +1,11 @@
 /**
  * The composition root (docs/architecture.md, "Layout"): the one module that builds technology adapters —
  * Kafka over @confluentinc/kafka-javascript (consume/confluent/), the Schema Registry over
- * @kafkajs/confluent-schema-registry (decode/registry/) — from plain options, hands them as ports to the
- * code that uses them, and closes them afterwards. Entry points (cli.ts, main.ts) reach src/ through here.
+ * @kafkajs/confluent-schema-registry (decode/registry/), the REST and SQL catalogs (commit/rest|sql/),
+ * S3 and local object stores (upload/s3|local/), pino behind the Logger port — from configuration or plain
+ * options, hands them as ports to the code that uses them (the generator; the standalone worker, its task
+ * processes and committers), and closes them afterwards. Entry points (cli.ts, main.ts) reach src/ through
+ * here.
  *
  * Owns: adapter construction and lifetimes. Must not: read process.env or argv (the entry points do and
  * pass plain options in), or hold logic a stage could own.

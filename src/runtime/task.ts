@@ -156,10 +156,10 @@ export class SinkTask {
       this.cycleStartMs = this.now();
       this.log.info('task started', { transactionalId: producer.transactionalId, group: source.groupId });
       while (!this.stopping) {
-        if (this.needsRewind) await this.rewind();
-        const batch = await source.poll({ maxRecords: POLL_MAX_RECORDS, timeoutMs: Math.max(1, Math.min(200, this.cycleDeadline() - this.now())) });
-        if (this.needsRewind) continue; // the batch was read past an abandoned cycle: re-read instead
         try {
+          if (this.needsRewind) await this.rewind();
+          const batch = await source.poll({ maxRecords: POLL_MAX_RECORDS, timeoutMs: Math.max(1, Math.min(200, this.cycleDeadline() - this.now())) });
+          if (this.needsRewind) continue; // the batch was read past an abandoned cycle: re-read instead
           for (const r of batch) {
             const pending = this.handle(r);
             if (pending !== undefined) await pending;
