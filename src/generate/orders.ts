@@ -639,17 +639,16 @@ class AvroOrderWriter {
   }
 }
 
-/** The event as Connect's JsonConverter writes its payload (Decimal as base64 bytes, Timestamp as ms). */
-export function orderConnectPayload(e: OrderEvent, version: SchemaVersion): Record<string, unknown> {
-  const b64 = (u: bigint): string => Buffer.from(decimalBytes(u)).toString('base64');
+/** The event as a JSON object, decimals written by `decimal` (the two JSON forms differ only there). */
+function orderJson(e: OrderEvent, version: SchemaVersion, decimal: (unscaled: bigint) => string | number): Record<string, unknown> {
   const v: Record<string, unknown> = {
     order_id: e.order_id,
     region: e.region,
     status: e.status,
     customer: e.customer,
-    items: e.items.map((it) => ({ sku: it.sku, quantity: it.quantity, unit_price: b64(it.unit_price) })),
+    items: e.items.map((it) => ({ sku: it.sku, quantity: it.quantity, unit_price: decimal(it.unit_price) })),
     attributes: e.attributes,
-    total: b64(e.total),
+    total: decimal(e.total),
     currency: e.currency,
     created_at: e.created_at,
     note: e.note,
@@ -658,24 +657,15 @@ export function orderConnectPayload(e: OrderEvent, version: SchemaVersion): Reco
   return v;
 }
 
+/** The event as Connect's JsonConverter writes its payload (Decimal as base64 bytes, Timestamp as ms). */
+export function orderConnectPayload(e: OrderEvent, version: SchemaVersion): Record<string, unknown> {
+  return orderJson(e, version, (u) => Buffer.from(decimalBytes(u)).toString('base64'));
+}
+
 /** The event as plain JSON (schemas.enable=false): decimals as JSON numbers, times as epoch ms. */
 export function orderPlainJson(e: OrderEvent, version: SchemaVersion): Record<string, unknown> {
   // n / 100 is the double nearest the decimal, and JSON prints that double as the decimal's own digits.
-  const num = (u: bigint): number => Number(centsText(u));
-  const v: Record<string, unknown> = {
-    order_id: e.order_id,
-    region: e.region,
-    status: e.status,
-    customer: e.customer,
-    items: e.items.map((it) => ({ sku: it.sku, quantity: it.quantity, unit_price: num(it.unit_price) })),
-    attributes: e.attributes,
-    total: num(e.total),
-    currency: e.currency,
-    created_at: e.created_at,
-    note: e.note,
-  };
-  if (version === 2) v['channel'] = e.channel ?? null;
-  return v;
+  return orderJson(e, version, (u) => Number(centsText(u)));
 }
 
 /** The .proto text parsed with protobufjs (an encoder independent of our decoder), well-known imports included. */

@@ -4,6 +4,7 @@
  * the plan's summary and commit id, and re-reads — the same loop a committer runs, restarts included.
  */
 import { test } from 'node:test';
+import { prng } from '../../../src/core/prng.ts';
 import assert from 'node:assert/strict';
 import { COMMIT_ID_KEY, findCommit } from '../../../src/commit/committer.ts';
 import type { TableMetadata } from '../../../src/iceberg/metadata.ts';
@@ -350,16 +351,6 @@ test('interleaved transactions on one partition: an announcement straddling a wa
 // announcement twice nor skip one.
 // ---------------------------------------------------------------------------------------------------
 
-function rng(seed: number): () => number {
-  let s = seed >>> 0;
-  return () => {
-    s = (s + 0x6d2b79f5) >>> 0;
-    let t = s;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 interface Txn {
   readonly task: number;
@@ -409,7 +400,7 @@ class TxnLog {
 }
 
 function runScenario(seed: number): void {
-  const random = rng(seed);
+  const random = prng(seed);
   const pick = (n: number): number => Math.floor(random() * n);
   const CONTROL_PARTITIONS = 1 + pick(3);
   const TASKS = 1 + pick(4);
