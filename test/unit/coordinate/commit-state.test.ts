@@ -351,7 +351,6 @@ test('interleaved transactions on one partition: an announcement straddling a wa
 // announcement twice nor skip one.
 // ---------------------------------------------------------------------------------------------------
 
-
 interface Txn {
   readonly task: number;
   readonly partition: number;
