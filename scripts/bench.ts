@@ -470,6 +470,25 @@ function saveLog(b: BenchWorker): void {
   writeFileSync(join(LOG_DIR, `${b.name}.log`), `${b.w.lines.join('\n')}\n`);
 }
 
+/**
+ * Runs a phase with its worker; on failure stops sampling, and whatever happens kills a worker the phase
+ * left running (saving its log) so no process outlives the benchmark.
+ */
+async function withWorker<T>(b: BenchWorker, phase: () => Promise<T>): Promise<T> {
+  try {
+    return await phase();
+  } catch (e) {
+    b.sampler.stop();
+    throw e;
+  } finally {
+    if (live.has(b.w)) {
+      await b.w.kill();
+      saveLog(b);
+    }
+    live.delete(b.w);
+  }
+}
+
 async function stopBenchWorker(b: BenchWorker): Promise<void> {
   b.sampler.stop();
   const how = await b.w.stop(60_000);
@@ -600,7 +619,7 @@ async function throughput(topic: string, tasks: number, run: number): Promise<Th
   const env: Record<string, string> = PROFILE_DIR === undefined ? {} : { NODE_OPTIONS: `--cpu-prof --cpu-prof-dir=${join(PROFILE_DIR, `tasks-${tasks}-run-${run}`)}` };
   if (PROFILE_DIR !== undefined) mkdirSync(join(PROFILE_DIR, `tasks-${tasks}-run-${run}`), { recursive: true });
   const b = startBenchWorker(`t${tasks}-r${run}`, topic, tasks, env); // a fresh group per run: from the start
-  try {
+  return withWorker(b, async () => {
     await waitUntil(b, `${RECORDS} committed records`, () => b.committed >= RECORDS, Math.max(5 * 60_000, RECORDS / 5)); // ≥ 5k records/s
     b.sampler.sample(); // at the moment the last commit was seen
     const broker1 = brokerCpu(broker);
@@ -645,16 +664,7 @@ async function throughput(topic: string, tasks: number, run: number): Promise<Th
       files: out.files,
       parquetBytes: out.bytes,
     };
-  } catch (e) {
-    b.sampler.stop();
-    throw e;
-  } finally {
-    if (live.has(b.w)) {
-      await b.w.kill();
-      saveLog(b);
-    }
-    live.delete(b.w);
-  }
+  });
 }
 
 // ---------------------------------------------------------------------------------------------------
@@ -679,7 +689,7 @@ interface LongCycleResult {
 async function longCycle(topic: string): Promise<LongCycleResult> {
   const loadAtStart = load();
   const b = startBenchWorker('long', topic, 1, {}, 600_000);
-  try {
+  return withWorker(b, async () => {
     let busySince: number | undefined;
     // Busy: the task used more than half a core over the last second; done: under 5 % for 2 s after that.
     const rate = (ms: number): number => {
@@ -715,16 +725,7 @@ async function longCycle(topic: string): Promise<LongCycleResult> {
       files: out.files,
       parquetBytes: out.bytes,
     };
-  } catch (e) {
-    b.sampler.stop();
-    throw e;
-  } finally {
-    if (live.has(b.w)) {
-      await b.w.kill();
-      saveLog(b);
-    }
-    live.delete(b.w);
-  }
+  });
 }
 
 // ---------------------------------------------------------------------------------------------------
@@ -752,7 +753,7 @@ async function freshness(tasks: number): Promise<FreshnessResult> {
   const topic = `${runId}-fresh-t${tasks}`;
   await generate(topic, 0); // the topic and its schema, before the worker subscribes
   const b = startBenchWorker(`fresh-t${tasks}`, topic, tasks);
-  try {
+  return withWorker(b, async () => {
     await waitAssigned(b, tasks);
     await generate(topic, WARMUP, { seed: SEED + 1 });
     await waitUntil(b, 'the warm-up commit', () => b.committed >= WARMUP, 120_000);
@@ -779,53 +780,44 @@ async function freshness(tasks: number): Promise<FreshnessResult> {
           (times.get(d.partition) as number[]).push(now);
         }
       },
-    });
-    await waitUntil(b, `${count} more committed records`, () => b.committed >= WARMUP + count, 5 * 60_000);
-    b.sampler.sample();
-    const cpu1 = b.sampler.series[b.sampler.series.length - 1] as { t: number; taskCpuS: number };
-    const ages: number[] = [];
-    const latencies = b.commits.slice(commitsBefore).map((c) => c.latencyMs).filter((x): x is number => x !== undefined);
-    for (const c of b.commits.slice(commitsBefore)) {
-      for (const r of c.ranges) {
-        const o = offsets.get(r.partition);
-        const t = times.get(r.partition);
-        if (o === undefined || t === undefined) continue;
-        // o is ascending: the first index at or above r.first, then forward to r.last.
-        let lo = 0;
-        let hi = o.length;
-        while (lo < hi) {
-          const mid = (lo + hi) >> 1;
-          if ((o[mid] as number) < r.first) lo = mid + 1;
-          else hi = mid;
-        }
-        for (let i = lo; i < o.length && (o[i] as number) <= r.last; i++) ages.push(c.time - (t[i] as number));
+  });
+  await waitUntil(b, `${count} more committed records`, () => b.committed >= WARMUP + count, 5 * 60_000);
+  b.sampler.sample();
+  const cpu1 = b.sampler.series[b.sampler.series.length - 1] as { t: number; taskCpuS: number };
+  const ages: number[] = [];
+  const latencies = b.commits.slice(commitsBefore).map((c) => c.latencyMs).filter((x): x is number => x !== undefined);
+  for (const c of b.commits.slice(commitsBefore)) {
+    for (const r of c.ranges) {
+      const o = offsets.get(r.partition);
+      const t = times.get(r.partition);
+      if (o === undefined || t === undefined) continue;
+      // o is ascending: the first index at or above r.first, then forward to r.last.
+      let lo = 0;
+      let hi = o.length;
+      while (lo < hi) {
+        const mid = (lo + hi) >> 1;
+        if ((o[mid] as number) < r.first) lo = mid + 1;
+        else hi = mid;
       }
+      for (let i = lo; i < o.length && (o[i] as number) <= r.last; i++) ages.push(c.time - (t[i] as number));
     }
-    await stopBenchWorker(b);
-    return {
-      tasks,
-      load: loadAtStart,
-      records: stats.records,
-      achievedRate: stats.records / (stats.durationMs / 1000),
-      p50: percentile(ages, 50),
-      p99: percentile(ages, 99),
-      max: ages.reduce((m, x) => (x > m ? x : m), Number.NEGATIVE_INFINITY),
-      commits: b.commits.length - commitsBefore,
-      latencyP50: percentile(latencies, 50),
-      latencyP99: percentile(latencies, 99),
-      taskCpuShare: (cpu1.taskCpuS - cpu0.taskCpuS) / ((cpu1.t - cpu0.t) / 1000),
-      measured: ages.length,
-    };
-  } catch (e) {
-    b.sampler.stop();
-    throw e;
-  } finally {
-    if (live.has(b.w)) {
-      await b.w.kill();
-      saveLog(b);
-    }
-    live.delete(b.w);
   }
+  await stopBenchWorker(b);
+  return {
+    tasks,
+    load: loadAtStart,
+    records: stats.records,
+    achievedRate: stats.records / (stats.durationMs / 1000),
+    p50: percentile(ages, 50),
+    p99: percentile(ages, 99),
+    max: ages.reduce((m, x) => (x > m ? x : m), Number.NEGATIVE_INFINITY),
+    commits: b.commits.length - commitsBefore,
+    latencyP50: percentile(latencies, 50),
+    latencyP99: percentile(latencies, 99),
+    taskCpuShare: (cpu1.taskCpuS - cpu0.taskCpuS) / ((cpu1.t - cpu0.t) / 1000),
+    measured: ages.length,
+  };
+  });
 }
 
 // ---------------------------------------------------------------------------------------------------
@@ -844,7 +836,7 @@ async function idlePartitions(): Promise<IdleResult> {
   const topic = `${runId}-idle`;
   await generate(topic, 0);
   const b = startBenchWorker('idle', topic, 1);
-  try {
+  return withWorker(b, async () => {
     await waitAssigned(b, 1);
     // Every partition gets data first, so the idle ones have committed offsets and are reported caught up.
     await generate(topic, 600, { seed: SEED + 3 });
@@ -865,16 +857,7 @@ async function idlePartitions(): Promise<IdleResult> {
       lagMs: last === undefined ? undefined : last.time - (last.validThroughTs as number),
       records: phase.reduce((n, c) => n + c.records, 0),
     };
-  } catch (e) {
-    b.sampler.stop();
-    throw e;
-  } finally {
-    if (live.has(b.w)) {
-      await b.w.kill();
-      saveLog(b);
-    }
-    live.delete(b.w);
-  }
+  });
 }
 
 // ---------------------------------------------------------------------------------------------------
