@@ -12,9 +12,12 @@ const allowed = {
   upload: ['core'],
   write: ['core', 'iceberg', 'upload'],
   commit: ['core', 'iceberg', 'upload'],
-  coordinate: ['core', 'config', 'iceberg', 'consume', 'commit'],
+  // The commit channel (task side) and the committer loop: Kafka and catalog ports, the store to check and delete files.
+  coordinate: ['core', 'config', 'iceberg', 'consume', 'commit', 'upload'],
+  // The data path of a task: route, open and evolve tables, decode into partition writers; hands its files to the channel.
+  sink: ['core', 'config', 'iceberg', 'consume', 'decode', 'route', 'upload', 'write', 'commit', 'coordinate'],
   maintain: ['core', 'iceberg', 'commit', 'upload'],
-  runtime: ['core', 'config', 'iceberg', 'consume', 'decode', 'transform', 'route', 'upload', 'write', 'commit', 'coordinate', 'maintain'],
+  runtime: ['core', 'config', 'iceberg', 'consume', 'decode', 'transform', 'route', 'upload', 'write', 'commit', 'coordinate', 'sink', 'maintain'],
   rest: ['core', 'config', 'runtime'],
   generate: ['core', 'consume', 'decode'],
 };

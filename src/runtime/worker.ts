@@ -10,7 +10,7 @@
  */
 import type { Logger } from '../core/log.ts';
 import type { ConnectorConfig } from '../config/connector-config.ts';
-import type { ConnectorCommitter } from './committer.ts';
+import type { ConnectorCommitter } from '../coordinate/committer.ts';
 
 /** A running task, however it runs. */
 export interface TaskHandle {

@@ -5,7 +5,7 @@
  * `_kafka_metadata_*` columns, and no data file may be added twice in the snapshot history
  * (test/helpers/exactly-once.ts). Never a payload field.
  *
- * 1. Each named crash point (src/runtime/crash-points.ts): a worker with its tasks in its own process
+ * 1. Each named crash point (src/core/crash-points.ts): a worker with its tasks in its own process
  *    (`icefloe.tasks.mode=in-process`, so the crash takes tasks and committer down at once, like a machine
  *    crash) is started with the point armed, records are produced while it runs, the process dies by
  *    SIGKILL at the point (its line proves the point was reached), and a restarted worker (same connector,
@@ -37,7 +37,7 @@ import { RestCatalog } from '../../src/commit/rest/catalog.ts';
 import { SqlCatalog } from '../../src/commit/sql/catalog.ts';
 import { SqliteDriver } from '../../src/commit/sql/sqlite.ts';
 import { ConfluentKafkaAdmin } from '../../src/consume/confluent/index.ts';
-import type { CrashPoint } from '../../src/runtime/crash-points.ts';
+import type { CrashPoint } from '../../src/core/crash-points.ts';
 import { LocalObjectStore } from '../../src/upload/local/store.ts';
 import { FaultProxy } from '../fault-proxy/client.ts';
 import { assertExactlyOnce, duckdbCount } from '../helpers/exactly-once.ts';

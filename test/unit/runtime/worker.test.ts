@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import type { ConnectorConfig } from '../../../src/config/connector-config.ts';
 import type { Logger } from '../../../src/core/log.ts';
-import type { ConnectorCommitter } from '../../../src/runtime/committer.ts';
+import type { ConnectorCommitter } from '../../../src/coordinate/committer.ts';
 import { StandaloneWorker } from '../../../src/runtime/worker.ts';
 
 const quiet: Logger = { debug: () => undefined, info: () => undefined, warn: () => undefined, error: () => undefined, child: () => quiet };

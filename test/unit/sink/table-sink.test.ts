@@ -7,7 +7,7 @@ import { newTableMetadata } from '../../../src/iceberg/metadata.ts';
 import { buildPartitionSpec } from '../../../src/iceberg/partition-spec.ts';
 import { metadataFields } from '../../../src/route/metadata-columns.ts';
 import { valueFormat } from '../../../src/runtime/formats.ts';
-import { TableSink, withMetadataFields } from '../../../src/runtime/table-sink.ts';
+import { TableSink, withMetadataFields } from '../../../src/sink/table-sink.ts';
 import { MemoryObjectStore } from '../../../src/upload/memory.ts';
 import type { ConverterConfig } from '../../../src/config/converters.ts';
 import { readBack } from '../write/helpers.ts';

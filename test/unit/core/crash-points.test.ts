@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { ConfigError } from '../../../src/core/errors.ts';
-import { armCrashPoints, CRASH_POINTS, NO_CRASH_POINTS, parseCrashSpec } from '../../../src/runtime/crash-points.ts';
+import { armCrashPoints, CRASH_POINTS, NO_CRASH_POINTS, parseCrashSpec } from '../../../src/core/crash-points.ts';
 
 class Died extends Error {}
 

@@ -28,7 +28,7 @@ import type { ControlIdentity } from '../coordinate/control-positions.ts';
 import { tableRefString } from '../coordinate/events.ts';
 import type { TableRef } from '../coordinate/events.ts';
 import type { ObjectStore } from '../upload/port.ts';
-import type { CrashPoints } from './crash-points.ts';
+import type { CrashPoints } from '../core/crash-points.ts';
 
 export interface CommitterDeps {
   readonly connector: ConnectorConfig;

@@ -1,0 +1,332 @@
+/**
+ * The sink task's side of the commit channel (docs/architecture.md, "Exactly-once"): when a commit cycle
+ * ends, the data path's files are closed and uploaded, then ONE Kafka transaction carries the
+ * announcements on the control topic, a cycle-complete event for every assigned partition and the source
+ * offsets covered by those files. The data path (src/sink/) decides what a record becomes; this module
+ * decides when it counts as consumed.
+ *
+ * The rules kept here:
+ * - Offsets reach the group only in the cycle's transaction, and only up to records that are in a file
+ *   of that cycle or skipped by configuration (`handled`) — never the consumer's read position, which
+ *   runs ahead within a batch.
+ * - Revocation: `onRevoked` completes the cycle (revoked partitions included) before the partitions
+ *   move; if they were lost, the task has failed, or the cycle fails, everything unannounced is abandoned.
+ * - Abort: after any failed or aborted transaction the unannounced files are dropped and the task must
+ *   rewind every assigned partition to its committed offset (`needsRewind`) before reading on.
+ * - Files are deleted after a failed cycle only when the transaction is known to be aborted: a commit
+ *   whose answer was lost may have announced them.
+ * - Fenced (another incarnation took our transactional.id, or we are a zombie): the error is passed on
+ *   untouched; the task stops and never retries it.
+ *
+ * Owns: per-partition consumption state, cycle triggers, the cycle transaction, abandon and rewind.
+ * Must not: decode, route or write records (the `CycleWriter` does), or retry on its own (the task loop
+ * decides).
+ */
+import { randomUUID } from 'node:crypto';
+import type { CrashPoints } from '../core/crash-points.ts';
+import { IcefloeError, RetriableError } from '../core/errors.ts';
+import type { Logger } from '../core/log.ts';
+import { isFenced, partitionKey } from '../consume/port.ts';
+import type { KafkaSource, OutgoingRecord, RawRecord, TopicPartition, TopicPartitionOffset, TransactionalProducer } from '../consume/port.ts';
+import type { DataFile } from '../iceberg/data-file.ts';
+import type { ObjectStore } from '../upload/port.ts';
+import { controlRecordKey, encodeAnnouncement, encodeControlEvent } from './events.ts';
+import type { PartitionAssignment, SourceSpan, TableRef } from './events.ts';
+
+/** One table's share of a cycle: the files the data path closed and uploaded, and what they cover. */
+export interface CycleTableFiles {
+  readonly table: TableRef;
+  readonly tableUuid: string;
+  /** The schema and partition spec the files were written with (ids the catalog returned). */
+  readonly schemaId: number;
+  readonly specId: number;
+  readonly files: readonly DataFile[];
+  readonly spans: readonly SourceSpan[];
+}
+
+/** The data path as the channel sees it at the end of a cycle. */
+export interface CycleWriter {
+  /** Closes and uploads every open file; one entry per table that received records this cycle. */
+  complete(): Promise<CycleTableFiles[]>;
+  /** Drops every record and file not yet announced; returns uploaded files that will never be announced. */
+  abort(reason: unknown): Promise<string[]>;
+}
+
+export interface CycleTriggers {
+  readonly intervalMs: number;
+  readonly maxRecords: number | null;
+  readonly maxBytes: number | null;
+}
+
+export interface TaskChannelDeps {
+  readonly connector: string;
+  readonly taskId: number;
+  readonly controlTopic: string;
+  readonly triggers: CycleTriggers;
+  readonly source: KafkaSource;
+  readonly producer: TransactionalProducer;
+  readonly writer: CycleWriter;
+  /** Where abandoned files are deleted from. */
+  readonly store: ObjectStore;
+  readonly crash: CrashPoints;
+  readonly log: Logger;
+  readonly now: () => number;
+  /** Largest control record (announcements are split above it); default 900 KiB, under Kafka's 1 MiB. */
+  readonly maxControlRecordBytes?: number;
+  /** Called after a cycle's transaction committed (wakes an in-process committer). */
+  readonly onAnnounced?: () => void;
+}
+
+export interface ChannelMetrics {
+  cyclesCommitted: number;
+  cyclesAborted: number;
+  filesAnnounced: number;
+  lastCycleMs: number;
+}
+
+interface PartitionState {
+  readonly topic: string;
+  readonly partition: number;
+  /** The group's committed offset (null: none; undefined: not fetched yet). */
+  committed: bigint | null | undefined;
+  /** Offset after the last record fully handled since the last commit or rewind; undefined: none yet. */
+  next: bigint | undefined;
+  maxTs: number | undefined;
+  /** What the last cycle-complete said; a lagging report is followed up even by an otherwise empty cycle. */
+  reportedCaughtUp: boolean;
+}
+
+const DEFAULT_MAX_CONTROL_RECORD_BYTES = 900 * 1024;
+
+export class TaskChannel {
+  readonly metrics: ChannelMetrics = { cyclesCommitted: 0, cyclesAborted: 0, filesAnnounced: 0, lastCycleMs: 0 };
+  private readonly d: TaskChannelDeps;
+  private readonly incarnation = randomUUID().slice(0, 8);
+  private readonly partitions = new Map<string, PartitionState>();
+  private rewindPending = false;
+  private failed = false;
+  private cycleCounter = 0;
+  private cycleStartMs: number;
+  private cycleRecords = 0;
+  private cycleBytes = 0;
+
+  constructor(deps: TaskChannelDeps) {
+    this.d = deps;
+    this.cycleStartMs = deps.now();
+  }
+
+  /** True after an abandoned cycle until `rewind()`: whatever was read since must be read again. */
+  get needsRewind(): boolean {
+    return this.rewindPending;
+  }
+
+  /** The task failed: a revocation from now on abandons instead of committing. */
+  markFailed(): void {
+    this.failed = true;
+  }
+
+  /** A record is fully handled (in a writer, or skipped by configuration): its offset may be committed. */
+  handled(r: RawRecord, written: boolean): void {
+    const p = this.partitionState(r);
+    p.next = r.offset + 1n;
+    if (r.timestamp !== null && r.timestamp >= 0 && (p.maxTs === undefined || r.timestamp > p.maxTs)) p.maxTs = r.timestamp;
+    if (written) this.cycleRecords++;
+    this.cycleBytes += r.value?.byteLength ?? 0;
+  }
+
+  deadline(): number {
+    return this.cycleStartMs + this.d.triggers.intervalMs;
+  }
+
+  /** The cycle should end: its interval passed, or it holds the configured records or bytes. */
+  due(): boolean {
+    const t = this.d.triggers;
+    return this.d.now() >= this.deadline() || (t.maxRecords !== null && this.cycleRecords >= t.maxRecords) || (t.maxBytes !== null && this.cycleBytes >= t.maxBytes);
+  }
+
+  /** Commits the cycle; on failure abandons it (so its records are read again) and rethrows. */
+  async endCycle(why: string): Promise<void> {
+    try {
+      await this.commitCycle(why);
+    } catch (e) {
+      this.metrics.cyclesAborted++;
+      await this.abandon(e);
+      throw e;
+    }
+  }
+
+  /** Drops every unannounced record and file; the task rewinds to the committed offsets before reading on. */
+  async abandon(reason: unknown): Promise<void> {
+    const orphans = await this.d.writer.abort(reason);
+    for (const p of this.partitions.values()) p.next = undefined;
+    this.resetCycle();
+    this.rewindPending = true;
+    // Uploaded but never announced: no snapshot can reference them. Best effort; orphan cleanup is the backstop.
+    await this.deleteFiles(orphans);
+  }
+
+  /** The abort rule: every assigned partition back to its committed offset. */
+  async rewind(): Promise<void> {
+    await this.d.source.rewindToCommitted();
+    for (const p of this.partitions.values()) p.committed = undefined;
+    this.rewindPending = false;
+  }
+
+  onAssigned(tps: readonly TopicPartition[]): void {
+    for (const tp of tps) this.partitions.set(partitionKey(tp), newPartition(tp));
+    this.d.log.info('partitions assigned', { partitions: tps.map(partitionKey) });
+  }
+
+  /**
+   * The revocation rule: the broker checks the group generation, not partition ownership, so the cycle
+   * is committed (revoked partitions included) before the partitions move, or abandoned entirely.
+   */
+  async onRevoked(tps: readonly TopicPartition[], lost: boolean): Promise<void> {
+    this.d.log.info('partitions revoked', { partitions: tps.map(partitionKey), lost });
+    if (lost || this.failed) await this.abandon(new RetriableError('partitions lost'));
+    else {
+      try {
+        await this.endCycle('revoke');
+      } catch (e) {
+        // Abandoned: nothing of the cycle is announced, so the next owner reads it again.
+        if (isFenced(e) || !(e instanceof RetriableError)) throw e;
+        this.d.log.warn('cycle abandoned at revocation', { error: describe(e) });
+      }
+    }
+    for (const tp of tps) this.partitions.delete(partitionKey(tp));
+  }
+
+  private async commitCycle(why: string): Promise<void> {
+    const started = this.d.now();
+    if (!this.hasWork()) {
+      this.cycleStartMs = started;
+      return;
+    }
+    const tables = await this.d.writer.complete();
+    this.d.crash.reach('task.after-upload');
+    await this.fetchCommitted();
+    const cycleId = `${this.incarnation}-${++this.cycleCounter}`;
+    const { assignments, offsets } = this.positions();
+    const records = [...this.announcements(tables, cycleId), this.cycleComplete(cycleId, assignments)];
+    await this.transact(records, offsets, tables);
+    this.d.crash.reach('task.after-announce');
+
+    for (const p of this.partitions.values()) {
+      if (p.next !== undefined) p.committed = p.next;
+      const a = assignments.find((x) => x.topic === p.topic && x.partition === p.partition);
+      if (a !== undefined) p.reportedCaughtUp = a.caughtUp;
+    }
+    const files = tables.reduce((n, t) => n + t.files.length, 0);
+    this.metrics.cyclesCommitted++;
+    this.metrics.filesAnnounced += files;
+    this.metrics.lastCycleMs = this.d.now() - started;
+    this.d.log.info('cycle committed', { cycle: cycleId, why, records: this.cycleRecords, files, tables: tables.length, ms: this.metrics.lastCycleMs });
+    this.resetCycle();
+    this.d.onAnnounced?.();
+  }
+
+  /** Records written, offsets to move, or a partition whose last report said it lagged. */
+  private hasWork(): boolean {
+    if (this.cycleRecords > 0) return true;
+    for (const p of this.partitions.values()) {
+      if (!p.reportedCaughtUp || (p.next !== undefined && p.next !== p.committed)) return true;
+    }
+    return false;
+  }
+
+  /** Per assigned partition, what the cycle-complete reports, and the offsets the transaction commits. */
+  private positions(): { assignments: PartitionAssignment[]; offsets: TopicPartitionOffset[] } {
+    const assignments: PartitionAssignment[] = [];
+    const offsets: TopicPartitionOffset[] = [];
+    for (const p of this.partitions.values()) {
+      const next = p.next ?? (p.committed === null ? undefined : p.committed);
+      if (next === undefined) continue;
+      const high = this.d.source.highWatermark(p);
+      assignments.push({ topic: p.topic, partition: p.partition, nextOffset: next, ...(p.maxTs === undefined ? {} : { maxTimestampMs: p.maxTs }), caughtUp: high !== null && next >= high });
+      if (p.next !== undefined && p.next !== p.committed) offsets.push({ topic: p.topic, partition: p.partition, offset: p.next });
+    }
+    return { assignments, offsets };
+  }
+
+  private announcements(tables: readonly CycleTableFiles[], cycleId: string): OutgoingRecord[] {
+    const { connector, taskId, controlTopic } = this.d;
+    const key = controlRecordKey(connector, taskId);
+    const out: OutgoingRecord[] = [];
+    for (const t of tables) {
+      if (t.files.length === 0) continue;
+      const announcement = { connector, taskId, cycleId, table: t.table, tableUuid: t.tableUuid, schemaId: t.schemaId, specId: t.specId, sourceSpans: t.spans, files: t.files };
+      for (const value of encodeAnnouncement(announcement, this.d.maxControlRecordBytes ?? DEFAULT_MAX_CONTROL_RECORD_BYTES)) out.push({ topic: controlTopic, key, value });
+    }
+    return out;
+  }
+
+  private cycleComplete(cycleId: string, assignments: PartitionAssignment[]): OutgoingRecord {
+    const { connector, taskId, controlTopic } = this.d;
+    const value = encodeControlEvent({ type: 'cycle-complete', connector, taskId, cycleId, assignments });
+    return { topic: controlTopic, key: controlRecordKey(connector, taskId), value };
+  }
+
+  /** The cycle's one transaction; on failure aborts it when it can and deletes the files only then. */
+  private async transact(records: readonly OutgoingRecord[], offsets: readonly TopicPartitionOffset[], tables: readonly CycleTableFiles[]): Promise<void> {
+    const { producer, source } = this.d;
+    await producer.beginTransaction();
+    try {
+      await producer.send(records);
+      if (offsets.length > 0) await producer.sendOffsetsToTransaction(offsets, source.groupMetadata());
+      this.d.crash.reach('task.in-transaction');
+      await producer.commitTransaction();
+    } catch (e) {
+      let aborted = false;
+      if (!isFenced(e)) {
+        aborted = await producer.abortTransaction().then(
+          () => true,
+          (err: unknown) => (this.d.log.warn('abort failed', { error: describe(err) }), false),
+        );
+      }
+      // Only a transaction known to be aborted proves the files were never announced; otherwise they
+      // may be (a commit whose answer was lost), and deleting them would lose data: leave them to
+      // orphan cleanup.
+      if (aborted) await this.deleteFiles(tables.flatMap((t) => t.files.map((f) => f.filePath)));
+      throw e instanceof IcefloeError ? e : new RetriableError(`commit cycle failed: ${describe(e)}`, { cause: e });
+    }
+  }
+
+  /** Committed offsets of partitions not asked about yet (reported for idle partitions). */
+  private async fetchCommitted(): Promise<void> {
+    const missing = [...this.partitions.values()].filter((p) => p.committed === undefined);
+    if (missing.length === 0) return;
+    for (const c of await this.d.source.committed(missing)) {
+      const p = this.partitions.get(partitionKey(c));
+      if (p !== undefined) p.committed = c.offset;
+    }
+  }
+
+  private async deleteFiles(paths: readonly string[]): Promise<void> {
+    await Promise.all(paths.map((path) => this.d.store.delete(path).catch(() => undefined)));
+  }
+
+  private resetCycle(): void {
+    this.cycleRecords = 0;
+    this.cycleBytes = 0;
+    this.cycleStartMs = this.d.now();
+  }
+
+  private partitionState(tp: TopicPartition): PartitionState {
+    const k = partitionKey(tp);
+    let p = this.partitions.get(k);
+    if (p === undefined) {
+      // Records only come from assigned partitions, which onAssigned registered; this is a safety net.
+      p = newPartition(tp);
+      this.partitions.set(k, p);
+    }
+    return p;
+  }
+}
+
+function newPartition(tp: TopicPartition): PartitionState {
+  return { topic: tp.topic, partition: tp.partition, committed: undefined, next: undefined, maxTs: undefined, reportedCaughtUp: true };
+}
+
+function describe(e: unknown): string {
+  return e instanceof Error ? e.message : String(e);
+}

@@ -1,0 +1,288 @@
+/**
+ * The data path of a sink task: a record's way from its bytes to the partition writer of every table it
+ * routes to. Route (static, regex or dynamic; the route field read by a probe), open or auto-create the
+ * tables, evolve them when a new writer schema brings something to add or widen, and append the record
+ * into the (table, partition) writer's columns. At the end of a cycle the commit channel
+ * (src/coordinate/task-channel.ts) takes the closed files through `complete()`, or drops them through
+ * `abort()`.
+ *
+ * - A schema change ends the cycle first (files of one announcement share one schema id), then evolves
+ *   the table in the catalog, reloads it and writes with the ids the catalog returned.
+ * - A deterministic problem with a record (bad bytes, a value that does not fit, a record routed
+ *   nowhere) fails the task with the record's coordinates, or — by configuration — is skipped and
+ *   counted. Infrastructure errors are thrown to the task loop, which retries the cycle.
+ *
+ * Owns: the tables a task writes, routing and error tolerance per record. Must not: touch Kafka offsets
+ * or transactions (the channel does).
+ */
+import { DataError } from '../core/errors.ts';
+import type { Logger } from '../core/log.ts';
+import type { ConnectorConfig } from '../config/connector-config.ts';
+import type { ConverterKind } from '../config/converters.ts';
+import type { RawRecord } from '../consume/port.ts';
+import { NoSuchTableError, parseIdentifier, TableAlreadyExistsError } from '../commit/port.ts';
+import type { Catalog, LoadedTable } from '../commit/port.ts';
+import { createTable, evolveSchema } from '../commit/table-ops.ts';
+import type { CycleTableFiles, CycleWriter } from '../coordinate/task-channel.ts';
+import { evolveTableSchema } from '../iceberg/evolution.ts';
+import { metadataFields } from '../route/metadata-columns.ts';
+import type { MetadataFieldSpec } from '../route/metadata-columns.ts';
+import { Router } from '../route/router.ts';
+import type { ObjectStore } from '../upload/port.ts';
+import { WriteMemoryBudget } from '../write/index.ts';
+import type { DataFileWriter } from '../write/index.ts';
+import type { TableDecoder, ValueFormat } from '../runtime/formats.ts';
+import { CaptureSink, fieldIdAtPath, projectSchema } from '../runtime/probe.ts';
+import { TableSink, withMetadataFields } from './table-sink.ts';
+
+export interface SinkWriterDeps {
+  readonly connector: ConnectorConfig;
+  readonly taskId: number;
+  readonly catalog: Catalog;
+  /** Data files, manifests (the tables' location schemes). */
+  readonly store: ObjectStore;
+  readonly format: ValueFormat;
+  /** The effective key converter (it decides the type of the key metadata column). */
+  readonly keyConverter: ConverterKind;
+  readonly log: Logger;
+  /** Buffered column bytes across the task's writers before the largest is flushed; default 256 MiB. */
+  readonly memoryBudgetBytes?: number;
+  /**
+   * Ends the current cycle before a table's schema changes. Resolves true when the cycle was committed,
+   * false when it was abandoned (the record must then be read again after the rewind).
+   */
+  readonly endCycle: (why: string) => Promise<boolean>;
+}
+
+/**
+ * What became of a record: `written` to every table it routes to, `skipped` by configuration (unrouted,
+ * a tombstone, errors.tolerance=all), or `abandoned` (the cycle was abandoned while handling it: read it
+ * again after the rewind).
+ */
+export type WriteOutcome = 'written' | 'skipped' | 'abandoned';
+
+export interface WriterMetrics {
+  recordsWritten: number;
+  tombstonesSkipped: number;
+  errorsSkipped: number;
+  unroutedSkipped: number;
+}
+
+interface RouteProbe {
+  readonly decoder: TableDecoder;
+  readonly capture: CaptureSink;
+  readonly fieldId: number;
+}
+
+export class SinkWriter implements CycleWriter {
+  readonly metrics: WriterMetrics = { recordsWritten: 0, tombstonesSkipped: 0, errorsSkipped: 0, unroutedSkipped: 0 };
+  private readonly d: SinkWriterDeps;
+  private readonly log: Logger;
+  private readonly router: Router;
+  private readonly metaFields: readonly MetadataFieldSpec[];
+  private readonly budget: WriteMemoryBudget;
+  private readonly sinks = new Map<string, TableSink>();
+  private readonly routeProbes = new Map<string, RouteProbe | null>();
+
+  constructor(deps: SinkWriterDeps) {
+    this.d = deps;
+    this.log = deps.log;
+    this.router = new Router(deps.connector.tables);
+    this.metaFields = metadataFields(deps.connector.tables, deps.keyConverter);
+    this.budget = new WriteMemoryBudget(deps.memoryBudgetBytes ?? 256 * 1024 * 1024);
+  }
+
+  /** Handles one record synchronously when it can; returns a promise when it needs I/O. */
+  write(r: RawRecord): WriteOutcome | Promise<WriteOutcome> {
+    const msg = r.value;
+    if (msg === null) {
+      // A tombstone has no row to append (the Apache sink ignores them too); it is consumed and counted.
+      this.metrics.tombstonesSkipped++;
+      return 'skipped';
+    }
+    let tables: readonly string[];
+    try {
+      const routeValue = this.routeValue(msg);
+      if (routeValue instanceof Promise) return routeValue.then(() => this.write(r));
+      const route = this.router.route(routeValue, r.topic, r.partition, r.offset);
+      if (route.kind === 'fail') throw route.error;
+      if (route.kind === 'skip') {
+        this.metrics.unroutedSkipped++;
+        return 'skipped';
+      }
+      tables = route.tables;
+    } catch (e) {
+      return this.dataError(e, r);
+    }
+    // Fast path: every table open, the writer schema already accepted, nothing to fetch.
+    const key = this.d.format.schemaKey(msg);
+    for (const t of tables) {
+      const sink = this.sinks.get(t);
+      if (sink === undefined || !sink.acceptedSchemaKeys.has(key) || sink.prepare(msg) !== undefined) return this.writeSlow(r, tables);
+    }
+    return this.appendAll(r, tables);
+  }
+
+  /** Closes and uploads every table's open files (the channel announces them). */
+  async complete(): Promise<CycleTableFiles[]> {
+    const out: CycleTableFiles[] = [];
+    for (const sink of this.sinks.values()) {
+      if (sink.records === 0) continue;
+      const c = await sink.complete();
+      out.push({ table: c.table.identifier, tableUuid: c.table.metadata.tableUuid, schemaId: c.schemaId, specId: c.specId, files: c.files, spans: c.spans });
+    }
+    return out;
+  }
+
+  /** Drops every table's unannounced records and files; tables are loaded afresh afterwards. */
+  async abort(reason: unknown): Promise<string[]> {
+    const orphans: string[] = [];
+    for (const sink of this.sinks.values()) orphans.push(...(await sink.abort(reason)));
+    this.sinks.clear();
+    return orphans;
+  }
+
+  /** Opens, evolves and prepares every target table first, so a cycle it ends holds none of this record. */
+  private async writeSlow(r: RawRecord, tables: readonly string[]): Promise<WriteOutcome> {
+    const msg = r.value as Uint8Array;
+    try {
+      for (const t of tables) {
+        let sink = this.sinks.get(t) ?? (await this.openTable(t, msg));
+        if (sink === undefined) {
+          const outcome = this.router.unknownTable(t, null, r.topic, r.partition, r.offset);
+          if (outcome.kind === 'fail') throw outcome.error;
+          this.metrics.unroutedSkipped++;
+          return 'skipped';
+        }
+        const accepted = await this.acceptSchema(t, sink, msg);
+        if (accepted === undefined) return 'abandoned';
+        sink = accepted;
+        await sink.prepare(msg);
+      }
+    } catch (e) {
+      if (e instanceof DataError) return this.dataError(e, r);
+      throw e;
+    }
+    return this.appendAll(r, tables);
+  }
+
+  private appendAll(r: RawRecord, tables: readonly string[]): WriteOutcome | Promise<WriteOutcome> {
+    let flushes: DataFileWriter[] | undefined;
+    try {
+      for (const t of tables) {
+        const w = (this.sinks.get(t) as TableSink).append(r);
+        if (w !== undefined) (flushes ??= []).push(w);
+      }
+    } catch (e) {
+      return this.dataError(e, r);
+    }
+    this.metrics.recordsWritten++;
+    if (flushes === undefined) return 'written';
+    return (async () => {
+      for (const w of flushes) await w.flushIfNeeded();
+      return 'written' as const;
+    })();
+  }
+
+  /** A deterministic problem with this record: fail the task, or (errors.tolerance=all) skip and count it. */
+  private dataError(e: unknown, r: RawRecord): WriteOutcome {
+    if (!(e instanceof DataError) || this.d.connector.errors.tolerance !== 'all') {
+      if (e instanceof DataError) {
+        throw new DataError(`record ${r.topic}-${r.partition}@${r.offset}: ${e.message}`, { cause: e, context: { ...e.context, topic: r.topic, partition: r.partition, offset: r.offset.toString() } });
+      }
+      throw e;
+    }
+    this.metrics.errorsSkipped++;
+    if (this.d.connector.errors.logEnable) this.log.warn('record skipped (errors.tolerance=all)', { topic: r.topic, partition: r.partition, offset: r.offset.toString(), error: e.message });
+    return 'skipped';
+  }
+
+  /** The route field's string value (null when absent or null); a promise when a schema must be fetched first. */
+  private routeValue(msg: Uint8Array): string | null | Promise<void> {
+    const path = this.router.routeFieldPath();
+    if (path === null) return null;
+    const key = this.d.format.schemaKey(msg);
+    const probe = this.routeProbes.get(key);
+    if (probe === undefined) return this.buildRouteProbe(key, msg, path);
+    if (probe === null) return null;
+    const pending = probe.decoder.prepare(msg);
+    if (pending !== undefined) return pending.then(() => undefined);
+    probe.capture.reset();
+    probe.decoder.decode(msg, probe.capture);
+    const v = probe.capture.value(probe.fieldId);
+    return v === null ? null : v instanceof Uint8Array ? Buffer.from(v).toString('utf8') : String(v);
+  }
+
+  private async buildRouteProbe(key: string, msg: Uint8Array, path: readonly string[]): Promise<void> {
+    const source = await this.d.format.sourceSchema(msg);
+    const id = fieldIdAtPath(source, path, this.d.connector.tables.caseInsensitive);
+    const projection = id === undefined ? undefined : projectSchema(source, new Set([id]));
+    this.routeProbes.set(key, projection === undefined || id === undefined ? null : { decoder: this.d.format.decoderFor(projection), capture: new CaptureSink(), fieldId: id });
+  }
+
+  // -- tables -----------------------------------------------------------------------------------------
+
+  /** Loads (or auto-creates) a table; undefined when it does not exist and auto-create is off. */
+  private async openTable(name: string, msg: Uint8Array): Promise<TableSink | undefined> {
+    const { catalog, connector } = this.d;
+    const id = parseIdentifier(name);
+    let loaded: LoadedTable;
+    try {
+      loaded = await catalog.loadTable(id);
+    } catch (e) {
+      if (!(e instanceof NoSuchTableError)) throw e;
+      if (!connector.tables.autoCreate) return undefined;
+      const schema = withMetadataFields(await this.d.format.sourceSchema(msg), this.metaFields);
+      try {
+        loaded = await createTable({ catalog, store: this.d.store }, id, {
+          schema,
+          partitionBy: connector.tables.settings(name).partitionBy,
+          properties: connector.tables.autoCreateProps,
+        });
+        this.log.info('table created', { table: name, schemaId: loaded.metadata.currentSchemaId });
+      } catch (err) {
+        if (!(err instanceof TableAlreadyExistsError)) throw err;
+        loaded = await catalog.loadTable(id); // another task created it first
+      }
+    }
+    return this.install(name, loaded);
+  }
+
+  private install(name: string, loaded: LoadedTable): TableSink {
+    const sink = new TableSink({
+      table: loaded,
+      format: this.d.format,
+      metadataFields: this.metaFields,
+      writeProps: this.d.connector.tables.writeProps,
+      store: this.d.store,
+      budget: this.budget,
+      taskId: this.d.taskId,
+    });
+    this.sinks.set(name, sink);
+    return sink;
+  }
+
+  /**
+   * Checks a writer schema the table has not seen with this sink. With evolution on and something to
+   * add or widen: the cycle ends first, the change is committed to the catalog, the table reloaded.
+   * Undefined when the cycle had to be abandoned instead.
+   */
+  private async acceptSchema(name: string, sink: TableSink, msg: Uint8Array): Promise<TableSink | undefined> {
+    const { connector } = this.d;
+    const key = this.d.format.schemaKey(msg);
+    if (sink.acceptedSchemaKeys.has(key)) return sink;
+    if (connector.tables.evolveSchema) {
+      const source = withMetadataFields(await this.d.format.sourceSchema(msg), this.metaFields);
+      // An inferred schema (schemaless JSON) is a guess from one record: it only adds what the table lacks.
+      const options = { caseSensitive: !connector.tables.caseInsensitive, addColumnsOnly: this.d.format.inferredSchemas === true };
+      if (evolveTableSchema(sink.table.metadata, source, options).changed) {
+        if (!(await this.d.endCycle('schema-change'))) return undefined;
+        const loaded = await evolveSchema({ catalog: this.d.catalog, store: this.d.store }, parseIdentifier(name), source, options);
+        this.log.info('table schema evolved', { table: name, schemaId: loaded.metadata.currentSchemaId });
+        sink = this.install(name, loaded);
+      }
+    }
+    sink.acceptedSchemaKeys.add(key);
+    return sink;
+  }
+}
