@@ -1,0 +1,88 @@
+/**
+ * When a connector's committer runs its rounds: every commit interval, and soon after any task of the
+ * connector announced (so freshness is one task cycle plus one catalog commit, not two intervals).
+ * `stop()` ends the loop and runs one last round, so the tasks' final cycles (committed when they left
+ * the group) become snapshots before the process exits.
+ *
+ * Owns: the schedule and the retry of failed rounds. Must not: plan or commit (ConnectorCommitter does).
+ */
+import type { Logger } from '../core/log.ts';
+
+/** What the loop drives (ConnectorCommitter). */
+export interface CommitRounds {
+  round(): Promise<unknown>;
+}
+
+export interface CommitterLoopOptions {
+  readonly intervalMs: number;
+  readonly log: Logger;
+  /** Delay between an announcement and the round it triggers (more tasks' cycles land in one round). */
+  readonly wakeDelayMs?: number;
+  /** Pause after a failed round before the next. */
+  readonly retryDelayMs?: number;
+}
+
+const WAKE_DELAY_MS = 250;
+const RETRY_DELAY_MS = 2_000;
+
+export class CommitterLoop {
+  private readonly committer: CommitRounds;
+  private readonly o: CommitterLoopOptions;
+  private stopping = false;
+  private wakeHandler: () => void = () => undefined;
+  private readonly loop: Promise<void>;
+
+  constructor(committer: CommitRounds, options: CommitterLoopOptions) {
+    this.committer = committer;
+    this.o = options;
+    this.loop = this.run();
+  }
+
+  /** A task announced: run a round soon. */
+  wake(): void {
+    this.wakeHandler();
+  }
+
+  /** Ends the loop after the round under way, then runs a last round (its failure is logged, not thrown). */
+  async stop(): Promise<void> {
+    this.stopping = true;
+    this.wakeHandler();
+    await this.loop;
+    try {
+      await this.committer.round();
+    } catch (e) {
+      this.o.log.warn('last committer round failed; the next start applies the announcements', { error: describe(e) });
+    }
+  }
+
+  private async run(): Promise<void> {
+    const wakeDelay = this.o.wakeDelayMs ?? WAKE_DELAY_MS;
+    // An announcement during a round may have landed after the round read the control topic: the next
+    // round then follows it as soon as a wake outside a round would, not a whole interval later.
+    let wokenDuringRound = false;
+    while (!this.stopping) {
+      await new Promise<void>((resolve) => {
+        const timer = setTimeout(resolve, wokenDuringRound ? wakeDelay : this.o.intervalMs);
+        wokenDuringRound = false;
+        this.wakeHandler = () => {
+          clearTimeout(timer);
+          setTimeout(resolve, this.stopping ? 0 : wakeDelay);
+        };
+      });
+      this.wakeHandler = () => {
+        wokenDuringRound = true;
+      };
+      if (this.stopping) break;
+      try {
+        await this.committer.round();
+      } catch (e) {
+        this.o.log.warn('committer round failed; retrying', { error: describe(e) });
+        await new Promise((resolve) => setTimeout(resolve, this.o.retryDelayMs ?? RETRY_DELAY_MS));
+      }
+    }
+  }
+}
+
+function describe(e: unknown): string {
+  return e instanceof Error ? e.message : String(e);
+}
