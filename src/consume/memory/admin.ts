@@ -1,0 +1,80 @@
+/**
+ * `KafkaAdmin` over the in-memory Kafka: topics (their configs kept for tests to read), the cluster id,
+ * topic ids (new on every creation), partition counts and watermarks with the last stable offset.
+ * Unknown topics fail as the confluent adapter reports them (librdkafka's UNKNOWN_TOPIC_OR_PART: a
+ * `ConfigError`).
+ *
+ * Owns: one admin client. Must not: touch records or groups beyond what deleting a topic implies.
+ */
+import { ConfigError } from '../../core/errors.ts';
+import type { KafkaAdmin, TopicSpec, Watermarks } from '../port.ts';
+import { stateError } from './broker.ts';
+import type { Broker, Topic } from './broker.ts';
+import { rejectCall } from './faults.ts';
+import type { AdminOperation, Fault } from './faults.ts';
+
+export class MemoryKafkaAdmin implements KafkaAdmin {
+  /** Names the client for fault injection. */
+  readonly name: string;
+  readonly #broker: Broker;
+  #closed = false;
+
+  constructor(broker: Broker, name: string) {
+    this.#broker = broker;
+    this.name = name;
+  }
+
+  failNext(operation: AdminOperation, fault: Fault | Error): void {
+    this.#broker.faults.add(this.name, operation, fault instanceof Error ? rejectCall(fault) : fault);
+  }
+
+  ensureTopic(spec: TopicSpec): Promise<boolean> {
+    return this.#call('ensureTopic', () => this.#broker.createTopic(spec.name, spec.partitions, spec.configs ?? {}) !== undefined);
+  }
+
+  deleteTopic(name: string): Promise<void> {
+    return this.#call('deleteTopic', () => {
+      if (!this.#broker.deleteTopic(name)) throw unknownTopic(name);
+    });
+  }
+
+  clusterId(): Promise<string> {
+    return this.#call('clusterId', () => this.#broker.clusterId);
+  }
+
+  topicId(topic: string): Promise<string> {
+    return this.#call('topicId', () => this.#topic(topic).id);
+  }
+
+  partitionCount(topic: string): Promise<number> {
+    return this.#call('partitionCount', () => this.#topic(topic).partitions.length);
+  }
+
+  watermarks(topic: string): Promise<Watermarks[]> {
+    return this.#call('watermarks', () =>
+      this.#topic(topic).partitions.map((log) => ({ topic, partition: log.partition, low: log.logStart, high: log.high, lastStable: log.lastStable })));
+  }
+
+  close(): Promise<void> {
+    return this.#broker.faults.around(this.name, 'close', () => {
+      this.#closed = true;
+    });
+  }
+
+  #call<T>(operation: AdminOperation, run: () => T): Promise<T> {
+    return this.#broker.faults.around(this.name, operation, () => {
+      if (this.#closed) throw stateError('admin', 'the admin client is closed');
+      return run();
+    });
+  }
+
+  #topic(name: string): Topic {
+    const topic = this.#broker.topic(name);
+    if (topic === undefined) throw unknownTopic(name);
+    return topic;
+  }
+}
+
+function unknownTopic(name: string): ConfigError {
+  return new ConfigError(`Kafka admin failed: unknown topic ${name} (UNKNOWN_TOPIC_OR_PART)`, { context: { operation: 'admin', topic: name } });
+}

@@ -1,0 +1,161 @@
+/**
+ * `TransactionalProducer` over the in-memory Kafka, with Kafka's transaction rules and the errors the
+ * confluent adapter reports for them:
+ * - `initTransactions` bumps the transactional.id's epoch (aborting what the earlier incarnation left
+ *   open); from then on every call of an older epoch is `fencedError`, and stays so.
+ * - `send`, `sendOffsetsToTransaction`, `commitTransaction`, `abortTransaction` need an open
+ *   transaction, `beginTransaction` needs none (else a state error: a `FatalError`, a caller bug).
+ * - `sendOffsetsToTransaction` presents the consumer's live membership (member id, generation) to the
+ *   group; a member that left, was removed, or has not caught up with the group's generation gets
+ *   `TransactionAbortRequiredError` (KIP-447), and the transaction can then only be aborted.
+ * - `close` leaves an open transaction open: it holds the last stable offset back until a new
+ *   incarnation's `initTransactions` aborts it.
+ *
+ * Owns: one producer incarnation. Must not: retry or decide about the cycle.
+ */
+import { ConfigError } from '../../core/errors.ts';
+import { TransactionAbortRequiredError, fencedError, partitionKey } from '../port.ts';
+import type { ConsumerGroupMetadata, OutgoingRecord, TopicPartitionOffset, TransactionalProducer } from '../port.ts';
+import { stateError } from './broker.ts';
+import type { Broker } from './broker.ts';
+import { rejectCall } from './faults.ts';
+import type { Fault, ProducerOperation } from './faults.ts';
+import { membershipOf } from './group.ts';
+import { storedRecord } from './log.ts';
+import type { Txn } from './log.ts';
+
+export class MemoryTransactionalProducer implements TransactionalProducer {
+  readonly transactionalId: string;
+  readonly #broker: Broker;
+  #epoch: number | undefined;
+  #txn: Txn | undefined;
+  #fenced = false;
+  #closed = false;
+
+  constructor(broker: Broker, transactionalId: string) {
+    if (transactionalId === '') throw new ConfigError('the transactional.id may not be empty');
+    this.#broker = broker;
+    this.transactionalId = transactionalId;
+  }
+
+  /** True once this producer was seen fenced (it can never commit again). */
+  get fenced(): boolean {
+    return this.#fenced;
+  }
+
+  /** The epoch `initTransactions` gave this incarnation; undefined before. */
+  get epoch(): number | undefined {
+    return this.#epoch;
+  }
+
+  /** Queues a fault for this producer's next `operation` (a bare error: the call fails, nothing happens). */
+  failNext(operation: ProducerOperation, fault: Fault | Error): void {
+    this.#broker.faults.add(this.transactionalId, operation, fault instanceof Error ? rejectCall(fault) : fault);
+  }
+
+  initTransactions(): Promise<void> {
+    return this.#call('initTransactions', () => {
+      if (this.#closed) throw stateError('initTransactions', 'the producer is closed');
+      if (this.#epoch !== undefined) throw stateError('initTransactions', 'initTransactions was already called');
+      this.#epoch = this.#broker.initProducer(this.transactionalId);
+    });
+  }
+
+  beginTransaction(): Promise<void> {
+    return this.#call('beginTransaction', () => {
+      const epoch = this.#live('beginTransaction');
+      if (this.#txn?.state === 'open') throw stateError('beginTransaction', 'a transaction is already open');
+      this.#txn = this.#broker.beginTransaction(this.transactionalId, epoch);
+    });
+  }
+
+  send(records: readonly OutgoingRecord[]): Promise<void> {
+    return this.#call('send', () => {
+      const txn = this.#open('send');
+      this.#abortable(txn, 'send');
+      const now = this.#broker.now();
+      // Every record's partition is resolved before any is appended: an unknown topic appends nothing.
+      const placed = records.map((r) => {
+        const stored = storedRecord(r, now);
+        return { stored, log: this.#broker.choosePartition('send', r.topic, r.partition, stored.key) };
+      });
+      for (const { stored, log } of placed) log.append(stored, txn);
+    });
+  }
+
+  sendOffsetsToTransaction(offsets: readonly TopicPartitionOffset[], group: ConsumerGroupMetadata): Promise<void> {
+    return this.#call('sendOffsetsToTransaction', () => {
+      const txn = this.#open('sendOffsetsToTransaction');
+      this.#abortable(txn, 'sendOffsetsToTransaction');
+      const member = membershipOf(group);
+      if (member === undefined) throw new ConfigError('sendOffsetsToTransaction needs group metadata from a MemoryKafkaSource of the same cluster');
+      const g = this.#broker.existingGroup(member.groupId);
+      if (g === undefined || !g.isCurrent(member)) {
+        txn.abortOnly = true;
+        const known = g?.members().some((m) => m.memberId === member.memberId) === true;
+        throw new TransactionAbortRequiredError(
+          `Kafka sendOffsetsToTransaction failed: member ${member.memberId || '(none)'} of group ${member.groupId} at generation ${member.generation} is stale ` +
+            `(${known ? `the group is at generation ${g?.generation}` : 'not a member'}): the transaction must be aborted and the cycle re-read`,
+          { context: { operation: 'sendOffsetsToTransaction', kafkaError: known ? 'ERR_ILLEGAL_GENERATION' : 'ERR_UNKNOWN_MEMBER_ID', groupId: member.groupId, memberId: member.memberId, generation: member.generation } },
+        );
+      }
+      const pending = txn.offsets.get(member.groupId) ?? new Map<string, TopicPartitionOffset>();
+      for (const o of offsets) pending.set(partitionKey(o), { topic: o.topic, partition: o.partition, offset: o.offset });
+      txn.offsets.set(member.groupId, pending);
+    });
+  }
+
+  commitTransaction(): Promise<void> {
+    return this.#call('commitTransaction', () => {
+      const txn = this.#open('commitTransaction');
+      this.#abortable(txn, 'commitTransaction');
+      this.#broker.endTransaction(txn, true);
+    });
+  }
+
+  abortTransaction(): Promise<void> {
+    return this.#call('abortTransaction', () => {
+      this.#broker.endTransaction(this.#open('abortTransaction'), false);
+    });
+  }
+
+  close(): Promise<void> {
+    return this.#call('close', () => {
+      this.#closed = true;
+    });
+  }
+
+  #call(operation: ProducerOperation, run: () => void): Promise<void> {
+    return this.#broker.faults.around(this.transactionalId, operation, run);
+  }
+
+  /** The current epoch, after checking this incarnation may still act. */
+  #live(operation: string): number {
+    if (this.#closed) throw stateError(operation, 'the producer is closed');
+    const epoch = this.#epoch;
+    if (epoch === undefined) throw stateError(operation, 'initTransactions was not called');
+    const current = this.#broker.producerEpoch(this.transactionalId);
+    if (this.#fenced || current !== epoch) {
+      this.#fenced = true;
+      throw fencedError(`Kafka ${operation} failed: epoch ${epoch} of ${this.transactionalId} was fenced by epoch ${current}: another producer with this transactional.id took over (this task is a zombie)`, {
+        context: { operation, transactionalId: this.transactionalId, epoch, currentEpoch: current },
+      });
+    }
+    return epoch;
+  }
+
+  #open(operation: string): Txn {
+    this.#live(operation);
+    const txn = this.#txn;
+    if (txn?.state !== 'open') throw stateError(operation, 'no transaction is open');
+    return txn;
+  }
+
+  #abortable(txn: Txn, operation: string): void {
+    if (txn.abortOnly) {
+      throw new TransactionAbortRequiredError(`Kafka ${operation} failed: an earlier error left the transaction abortable only: the transaction must be aborted and the cycle re-read`, {
+        context: { operation },
+      });
+    }
+  }
+}
