@@ -120,11 +120,17 @@ export class ConnectorCommitter {
         made.push(commit);
         if (i < names.length - 1) this.d.crash.reach('committer.between-tables');
       }
-      // What this table still needs from the buffer.
-      const needs = plan === undefined ? new Map<number, bigint>() : plan.kind === 'stopped' || plan.waiting > 0 ? plan.positions : (this.cursor ?? new Map<number, bigint>());
-      for (const [p, o] of needs) trimAt.set(p, trimAt.has(p) ? min(trimAt.get(p) as bigint, o) : o);
+      // What this table still needs from the buffer: a stopped or waiting table everything from its
+      // stored position on each control partition — from the start of the buffer where it stores none
+      // (a fresh table): trimming those would lose announcements it has not applied yet.
+      const cursor = this.cursor ?? new Map<number, bigint>();
+      const pending = plan !== undefined && (plan.kind === 'stopped' || plan.waiting > 0);
+      for (const [p, end] of cursor) {
+        const o = pending ? (plan.positions.get(p) ?? 0n) : end;
+        trimAt.set(p, trimAt.has(p) ? min(trimAt.get(p) as bigint, o) : o);
+      }
     }
-    for (const [p] of this.cursor ?? []) if (!trimAt.has(p)) trimAt.set(p, this.cursor?.get(p) ?? 0n);
+    for (const [p, end] of this.cursor ?? []) if (!trimAt.has(p)) trimAt.set(p, end);
     if (!keepBuffer) this.buffer = this.buffer.filter((r) => r.offset >= (trimAt.get(r.partition) ?? 0n));
     return made;
   }
