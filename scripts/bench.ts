@@ -51,12 +51,11 @@ import { mkdirSync, mkdtempSync, readdirSync, rmSync, statSync, writeFileSync } 
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { RdKafka } from '@confluentinc/kafka-javascript';
-import { runGenerate } from '../src/app.ts';
-import type { GenerateStats } from '../src/app.ts';
+import { OrderGenerator, orderAvroSchema, orderEncoder, runGenerate } from '../tools/generate/index.ts';
+import type { GenerateStats } from '../tools/generate/index.ts';
 import { ConfluentKafkaAdmin, ConfluentKafkaSource } from '../src/consume/confluent/index.ts';
 import { compileAvroDecoder } from '../src/decode/avro-decoder.ts';
 import { avroToIceberg } from '../src/decode/avro-schema.ts';
-import { OrderGenerator, orderAvroSchema, orderEncoder } from '../src/generate/orders.ts';
 import { buildLayout, resolveWriteConfig } from '../src/write/index.ts';
 import { requireReachable, stackEndpoints } from '../test/helpers/stack.ts';
 import { startWorker } from '../test/helpers/worker.ts';
