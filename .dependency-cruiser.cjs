@@ -1,5 +1,7 @@
 // Import direction for src/ (docs/architecture.md, "Layout"): each stage folder imports only the folders
-// listed for it; technology adapters are wired only by the composition root (app.ts).
+// listed for it; technology adapters are wired only by the composition root (app.ts). tools/ (the test-data
+// generator) sits outside the worker: only the CLI entry may load it, and it may use only the worker's
+// core, consume and decode folders.
 /** Folder → the src/ folders it may import besides itself. */
 const allowed = {
   core: [],
@@ -19,8 +21,9 @@ const allowed = {
   maintain: ['core', 'iceberg', 'commit', 'upload'],
   runtime: ['core', 'config', 'iceberg', 'consume', 'decode', 'transform', 'route', 'upload', 'write', 'commit', 'coordinate', 'sink', 'maintain'],
   rest: ['core', 'config', 'runtime'],
-  generate: ['core', 'consume', 'decode'],
 };
+/** src/ folders the generator tool (tools/generate/) may import: the Kafka and registry ports and adapters. */
+const generateUses = ['core', 'consume', 'decode'];
 const TECH = '(confluent|s3|local|redis|registry|rest|sql)';
 
 module.exports = {
@@ -41,10 +44,38 @@ module.exports = {
     },
     {
       name: 'entry-points-only-through-app',
-      comment: 'main.ts and cli.ts reach the rest of src/ only through app.ts and core/',
+      comment: 'main.ts and cli.ts reach the rest of src/ only through app.ts and core/ (cli.ts also loads tools/generate/ for its generate command)',
       severity: 'error',
       from: { path: '^src/(main|cli)\\.ts$' },
       to: { path: '^src/', pathNot: ['^src/(app|main|cli)\\.ts$', '^src/core/'] },
+    },
+    {
+      name: 'worker-without-tools',
+      comment: 'the worker (src/ except the CLI entry) never imports tools/: the generator stays out of its import graph and its image',
+      severity: 'error',
+      from: { path: '^src/', pathNot: ['^src/cli\\.ts$'] },
+      to: { path: '^tools/' },
+    },
+    {
+      name: 'cli-loads-only-the-generator-entry',
+      comment: 'src/cli.ts reaches the generator only through its composition, tools/generate/index.ts',
+      severity: 'error',
+      from: { path: '^src/cli\\.ts$' },
+      to: { path: '^tools/', pathNot: ['^tools/generate/index\\.ts$'] },
+    },
+    {
+      name: 'layer-tools-generate',
+      comment: `tools/generate/ may import from src/ only: ${generateUses.join(', ')}`,
+      severity: 'error',
+      from: { path: '^tools/generate/' },
+      to: { path: '^src/', pathNot: [`^src/(${generateUses.join('|')})/`] },
+    },
+    {
+      name: 'tool-adapters-only-from-its-composition',
+      comment: 'in tools/generate/ only index.ts (its composition) builds technology adapters',
+      severity: 'error',
+      from: { path: '^tools/generate/', pathNot: ['^tools/generate/index\\.ts$'] },
+      to: { path: `^src/[^/]+/${TECH}/` },
     },
     { name: 'no-circular', severity: 'error', from: {}, to: { circular: true } },
   ],

@@ -8,7 +8,9 @@ WORKDIR /app
 COPY package.json package-lock.json ./
 RUN CKJS_LINKING=dynamic npm ci --omit=dev --no-audit --no-fund
 
-# Stage 2: runtime libraries only, a non-root user, the sources.
+# Stage 2: runtime libraries only, a non-root user, the worker's sources. Only src/ is copied: tools/ (the
+# test-data generator behind `icefloe generate`) is a development tool outside the worker's import graph, so
+# the image leaves it out and `icefloe generate` there says so.
 FROM node:24-bookworm-slim
 RUN apt-get update && apt-get install -y --no-install-recommends \
       zlib1g libssl3 libzstd1 liblz4-1 libsasl2-2 libcurl4 ca-certificates tini \

@@ -3,14 +3,14 @@
  * Kafka over @confluentinc/kafka-javascript (consume/confluent/), the Schema Registry over
  * @kafkajs/confluent-schema-registry (decode/registry/), the REST and SQL catalogs (commit/rest|sql/),
  * S3 and local object stores (upload/s3|local/), pino behind the Logger port — from configuration or plain
- * options, hands them as ports to the code that uses them (the generator; the standalone worker, its task
- * processes and committers), and closes them afterwards. Entry points (cli.ts, main.ts) reach src/ through
- * here.
+ * options, hands them as ports to the code that uses them (the standalone worker, its task processes and
+ * committers), and closes them afterwards. Entry points (cli.ts, main.ts) reach src/ through here. The
+ * test-data generator is not wired here: it is a tool with its own composition (tools/generate/index.ts).
  *
  * Owns: adapter construction and lifetimes. Must not: read process.env or argv (the entry points do and
  * pass plain options in), or hold logic a stage could own.
  */
-import { ConfluentControlTopicReader, ConfluentKafkaAdmin, ConfluentKafkaSource, ConfluentRecordProducer, ConfluentTransactionalProducer } from './consume/confluent/index.ts';
+import { ConfluentControlTopicReader, ConfluentKafkaAdmin, ConfluentKafkaSource, ConfluentTransactionalProducer } from './consume/confluent/index.ts';
 import type { ClientSettings } from './consume/confluent/index.ts';
 import { ConfluentSchemaResolver, registryOptionsFromConverterProps } from './decode/registry/schema-registry.ts';
 import { fork } from 'node:child_process';
@@ -43,106 +43,6 @@ import { valueFormat } from './runtime/formats.ts';
 import { SinkTask } from './runtime/task.ts';
 import { StandaloneWorker } from './runtime/worker.ts';
 import type { TaskHandle } from './runtime/worker.ts';
-import { generateOrders } from './generate/generator.ts';
-import type { GenerateOrdersOptions, GenerateStats } from './generate/generator.ts';
-import { ORDER_FORMATS } from './generate/orders.ts';
-import type { OrderFormat, SchemaVersion } from './generate/orders.ts';
-
-export type { GenerateStats };
-export type GenerateFormat = OrderFormat;
-export const GENERATE_FORMATS: readonly GenerateFormat[] = ORDER_FORMATS;
-
-// ---------------------------------------------------------------------------------------------------
-// Adapters
-// ---------------------------------------------------------------------------------------------------
-
-/** Kafka client settings: the bootstrap servers plus any librdkafka settings passed through. */
-function kafkaSettings(bootstrapServers: string, extra: Readonly<Record<string, string>> = {}): ClientSettings {
-  return { ...extra, 'bootstrap.servers': bootstrapServers };
-}
-
-/** The registry adapter for a URL (comma-separated for failover; user info is taken as basic auth). */
-function schemaRegistry(url: string): ConfluentSchemaResolver {
-  return new ConfluentSchemaResolver(registryOptionsFromConverterProps({ 'schema.registry.url': url }, ''));
-}
-
-/**
- * Runs `use`, then closes what it opened (it pushes a closer per client), last opened first, even when `use`
- * failed. `use`'s own error wins; otherwise the first failure to close is thrown.
- */
-async function using<T>(closers: (() => Promise<void>)[], use: () => Promise<T>): Promise<T> {
-  let result: { value: T } | undefined;
-  let failure: { error: unknown } | undefined;
-  try {
-    result = { value: await use() };
-  } catch (error) {
-    failure = { error };
-  }
-  for (const close of closers.reverse()) {
-    try {
-      await close();
-    } catch (error) {
-      failure ??= { error };
-    }
-  }
-  if (failure !== undefined) throw failure.error;
-  return (result as { value: T }).value;
-}
-
-// ---------------------------------------------------------------------------------------------------
-// icefloe generate
-// ---------------------------------------------------------------------------------------------------
-
-export interface RunGenerateOptions {
-  readonly bootstrapServers: string;
-  /** The Confluent-API base URL (Apicurio: `…/apis/ccompat/v7`); used by the avro and protobuf formats. */
-  readonly registryUrl: string;
-  readonly topic: string;
-  /** Partitions to create the topic with when it is missing (an existing topic is left as it is). */
-  readonly partitions: number;
-  /** Produce only to these partitions (default: the key chooses). */
-  readonly onlyPartitions?: readonly number[];
-  readonly format: GenerateFormat;
-  readonly count: number;
-  /** Records per second; 0: as fast as possible. */
-  readonly ratePerSec: number;
-  readonly seed: number;
-  readonly schemaVersion: SchemaVersion;
-  /** Deterministic event times from here on (default: live, close to now). */
-  readonly startTimeMs?: number;
-  /** Extra librdkafka settings (security, tuning) for the admin client and the producer. */
-  readonly kafkaSettings?: Readonly<Record<string, string>>;
-  readonly onDelivered?: GenerateOrdersOptions['onDelivered'];
-}
-
-/** Creates the topic if needed, registers the schema, produces the events, and closes every client. */
-export async function runGenerate(options: RunGenerateOptions): Promise<GenerateStats> {
-  const settings = kafkaSettings(options.bootstrapServers, options.kafkaSettings);
-  const closers: (() => Promise<void>)[] = [];
-  return using(closers, async () => {
-    const admin = await ConfluentKafkaAdmin.connect({ settings });
-    closers.push(() => admin.close());
-    const producer = await ConfluentRecordProducer.connect({ settings, clientId: 'icefloe-generate' });
-    closers.push(() => producer.close());
-    // Only the framed formats register a schema; JSON runs need no registry (nor a valid URL for one).
-    const framed = options.format === 'avro' || options.format === 'protobuf';
-    return generateOrders({
-      producer,
-      ...(framed ? { registrar: schemaRegistry(options.registryUrl) } : {}),
-      admin,
-      topicPartitions: options.partitions,
-      topic: options.topic,
-      format: options.format,
-      count: options.count,
-      ratePerSec: options.ratePerSec,
-      seed: options.seed,
-      schemaVersion: options.schemaVersion,
-      ...(options.onlyPartitions === undefined ? {} : { partitions: options.onlyPartitions }),
-      ...(options.startTimeMs === undefined ? {} : { startTimeMs: options.startTimeMs }),
-      ...(options.onDelivered === undefined ? {} : { onDelivered: options.onDelivered }),
-    });
-  });
-}
 
 // ---------------------------------------------------------------------------------------------------
 // Logging

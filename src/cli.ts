@@ -1,11 +1,14 @@
 #!/usr/bin/env node
 /**
  * The `icefloe` command: process entry, the only place that reads argv (with main.ts, process.env).
- * Commands arrive with the capabilities they run: `generate` produces test data; `standalone` (the worker,
- * connect-standalone's shape) comes with the sink. Everything past argument parsing happens in app.ts.
+ * Commands arrive with the capabilities they run: `standalone` (the worker, connect-standalone's shape)
+ * comes with the sink, and everything past its argument parsing happens in app.ts; `generate` produces test
+ * data with the generator tool (tools/generate/, its own composition), loaded only for that command, so
+ * the worker's import graph does not contain it and the worker image, which does not ship tools/, runs
+ * without it.
  */
-import { readFileSync } from 'node:fs';
-import type { GenerateFormat } from './app.ts';
+import { existsSync, readFileSync } from 'node:fs';
+import type { GenerateFormat } from '../tools/generate/index.ts';
 import { ConfigError, IcefloeError } from './core/errors.ts';
 
 const DEFAULT_BOOTSTRAP_SERVERS = 'localhost:9092';
@@ -18,6 +21,7 @@ commands:
             run the worker with these connectors (Kafka's connect-standalone shape); SIGTERM/SIGINT stop
             it cleanly: every task commits its last cycle, the committer applies it
   generate  produce order events to Kafka (registering their schema), for quickstarts, tests and benchmarks
+            (a tool of the source tree, tools/generate/: not in the worker image)
   version   print Icefloe's version and the Node runtime
   help      this text
 
@@ -70,9 +74,12 @@ function env(name: string): string | undefined {
 }
 
 async function generate(args: readonly string[]): Promise<void> {
-  // Loaded here (as in every command), not at startup: app.ts brings the native Kafka client, which
-  // `version` and `help` do not need.
-  const { GENERATE_FORMATS, runGenerate } = await import('./app.ts');
+  // Loaded here, not at startup: the tool brings the native Kafka client, which `version` and `help` do not
+  // need, and the worker image has no tools/ at all.
+  if (!existsSync(new URL('../tools/generate/index.ts', import.meta.url))) {
+    throw new ConfigError('the test-data generator is not installed here: it is a tool of the source tree (tools/generate/), not part of the worker image');
+  }
+  const { GENERATE_FORMATS, runGenerate } = await import('../tools/generate/index.ts');
   const o = parseOptions(args, ['topic', 'count', 'rate', 'format', 'partitions', 'only-partitions', 'seed', 'schema-version', 'bootstrap-servers', 'registry-url']);
   const format = o.get('format') ?? 'avro';
   if (!(GENERATE_FORMATS as readonly string[]).includes(format)) throw new ConfigError(`--format must be one of ${GENERATE_FORMATS.join(', ')}, not '${format}'`);

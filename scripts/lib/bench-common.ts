@@ -25,18 +25,8 @@ export async function measure(body: () => Promise<void> | void): Promise<Run> {
   return { wallS, cpuS: (cpu.user + cpu.system) / 1e6 };
 }
 
-export function median(xs: readonly number[]): number {
-  const s = [...xs].sort((a, b) => a - b);
-  return s[Math.floor(s.length / 2)] as number;
-}
-
-/** Nearest-rank percentile (p in 0..100) of unsorted values; NaN when empty. */
-export function percentile(xs: readonly number[], p: number): number {
-  if (xs.length === 0) return Number.NaN;
-  const s = Float64Array.from(xs).sort();
-  const rank = Math.min(s.length, Math.max(1, Math.ceil((p / 100) * s.length)));
-  return s[rank - 1] as number;
-}
+// In their own module so the benchmark's load phases, which must not import src/, can use them too.
+export { median, percentile } from './bench-stats.ts';
 
 /** Messages in one buffer: `starts[i]..starts[i+1]` is message i (Confluent framed). */
 export interface Frames {

@@ -29,7 +29,7 @@ import assert from 'node:assert/strict';
 import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { runGenerate } from '../../src/app.ts';
+import { runGenerate } from '../../tools/generate/index.ts';
 import { refSnapshotId } from '../../src/commit/model.ts';
 import { parseIdentifier } from '../../src/commit/port.ts';
 import type { Catalog } from '../../src/commit/port.ts';

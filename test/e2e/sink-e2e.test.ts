@@ -11,8 +11,8 @@
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { OrderGenerator } from '../../src/generate/orders.ts';
-import type { OrderEvent } from '../../src/generate/orders.ts';
+import { OrderGenerator } from '../../tools/generate/orders.ts';
+import type { OrderEvent } from '../../tools/generate/orders.ts';
 import { assertExactlyOnce, duckdbCount } from '../helpers/exactly-once.ts';
 import type { Coordinates } from '../helpers/exactly-once.ts';
 import { unique } from '../helpers/kafka.ts';

@@ -23,7 +23,7 @@ import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { test } from 'node:test';
 import type { TestContext } from 'node:test';
-import { runGenerate } from '../../src/app.ts';
+import { runGenerate } from '../../tools/generate/index.ts';
 import { parseIdentifier } from '../../src/commit/port.ts';
 import { RestCatalog } from '../../src/commit/rest/catalog.ts';
 import { ConfluentKafkaAdmin } from '../../src/consume/confluent/index.ts';

@@ -12,7 +12,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import type { TestContext } from 'node:test';
-import { REGIONS } from '../../src/generate/orders.ts';
+import { REGIONS } from '../../tools/generate/orders.ts';
 import { assertExactlyOnce, coordinateKey, exactlyOnceReport } from '../helpers/exactly-once.ts';
 import type { Coordinates } from '../helpers/exactly-once.ts';
 import { unique } from '../helpers/kafka.ts';

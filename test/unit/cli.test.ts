@@ -1,6 +1,9 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
+import { cpSync, mkdtempSync, rmSync, symlinkSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 const cli = fileURLToPath(new URL('../../src/cli.ts', import.meta.url));
@@ -41,5 +44,23 @@ test('icefloe generate: a bad option exits 2 naming it, before connecting to any
     const r = run('generate', '--bootstrap-servers', '127.0.0.1:1', ...args);
     assert.equal(r.status, 2, `${args.join(' ')}: ${r.stderr}`);
     assert.match(r.stderr, message);
+  }
+});
+
+test('the worker image (src/ without tools/): the worker loads, and generate says the tool is not there', () => {
+  // What the Dockerfile copies: package.json, src/ and node_modules, not tools/.
+  const root = fileURLToPath(new URL('../../', import.meta.url));
+  const image = mkdtempSync(join(tmpdir(), 'icefloe-image-'));
+  try {
+    cpSync(join(root, 'src'), join(image, 'src'), { recursive: true });
+    cpSync(join(root, 'package.json'), join(image, 'package.json'));
+    symlinkSync(join(root, 'node_modules'), join(image, 'node_modules'));
+    const app = spawnSync(process.execPath, ['--input-type=module', '-e', `await import(${JSON.stringify(join(image, 'src/app.ts'))})`], { encoding: 'utf8' });
+    assert.equal(app.status, 0, `the worker's composition root must load without tools/: ${app.stderr}`);
+    const r = spawnSync(process.execPath, [join(image, 'src/cli.ts'), 'generate', '--bootstrap-servers', '127.0.0.1:1'], { encoding: 'utf8' });
+    assert.equal(r.status, 2, r.stderr);
+    assert.match(r.stderr, /icefloe generate: the test-data generator is not installed here: it is a tool of the source tree \(tools\/generate\/\)/);
+  } finally {
+    rmSync(image, { recursive: true, force: true });
   }
 });

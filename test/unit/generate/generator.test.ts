@@ -1,5 +1,5 @@
 /**
- * generateOrders (src/generate/generator.ts) against in-memory ports: what it registers and under which
+ * generateOrders (tools/generate/generator.ts) against in-memory ports: what it registers and under which
  * subject, how it batches, keys and places records, how it paces to a rate, and how failures surface.
  * The real Kafka and registry are in test/integration/generate.test.ts.
  */
@@ -8,9 +8,9 @@ import { describe, test } from 'node:test';
 import { ConfigError, RetriableError } from '../../../src/core/errors.ts';
 import type { DeliveredRecord, KafkaAdmin, OutgoingRecord, RecordProducer, TopicSpec, Watermarks } from '../../../src/consume/port.ts';
 import type { SchemaRegistrar, SchemaToRegister } from '../../../src/decode/registry-port.ts';
-import { generateOrders } from '../../../src/generate/generator.ts';
-import { generateOrderEvents, orderAvroSchema, orderEncoder, orderProtobufSchema } from '../../../src/generate/orders.ts';
-import type { OrderEvent } from '../../../src/generate/orders.ts';
+import { generateOrders } from '../../../tools/generate/generator.ts';
+import { generateOrderEvents, orderAvroSchema, orderEncoder, orderProtobufSchema } from '../../../tools/generate/orders.ts';
+import type { OrderEvent } from '../../../tools/generate/orders.ts';
 
 /** Assigns offsets per partition like a broker; a null partition goes to partition 0. */
 class MemoryProducer implements RecordProducer {

@@ -4,7 +4,7 @@
  * unscaled bigint, maps as [key, value] pairs), derived by walking the table's Iceberg schema, so one
  * function serves the Avro, Protobuf and Connect JSON tables alike.
  */
-import type { OrderEvent } from '../../../src/generate/orders.ts';
+import type { OrderEvent } from '../../../tools/generate/orders.ts';
 import type { IcebergType, Schema } from '../../../src/iceberg/types.ts';
 import type { Row, Value } from '../write/helpers.ts';
 

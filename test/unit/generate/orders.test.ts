@@ -1,5 +1,5 @@
 /**
- * The order-event generator (src/generate/orders.ts): determinism by seed, the shape and ranges of the
+ * The order-event generator (tools/generate/orders.ts): determinism by seed, the shape and ranges of the
  * events, the schemas' evolution (v2 reads v1 under Avro's rules, checked with avsc's resolver, an
  * implementation we did not write), the Avro size, and the framing helpers (decimal bytes, Confluent's
  * Protobuf message-index list read back by our decoder's reader).
@@ -26,7 +26,7 @@ import {
   orderKey,
   orderProtobufSchema,
   REGIONS,
-} from '../../../src/generate/orders.ts';
+} from '../../../tools/generate/orders.ts';
 
 describe('order events', () => {
   test('the same seed gives the same events and the same bytes in every format; another seed does not', () => {

@@ -9,12 +9,12 @@
  * them, with at most `maxInFlight` unconfirmed.
  *
  * Owns: option checks, topic preparation, pacing, statistics. Must not: know a Kafka client or a registry
- * library (app.ts wires the adapters).
+ * library (index.ts, the tool's composition, wires the adapters).
  */
-import { ConfigError } from '../core/errors.ts';
-import type { DeliveredRecord, KafkaAdmin, OutgoingRecord, RecordProducer } from '../consume/port.ts';
-import { topicNameSubject } from '../decode/registry-port.ts';
-import type { SchemaRegistrar } from '../decode/registry-port.ts';
+import { ConfigError } from '../../src/core/errors.ts';
+import type { DeliveredRecord, KafkaAdmin, OutgoingRecord, RecordProducer } from '../../src/consume/port.ts';
+import { topicNameSubject } from '../../src/decode/registry-port.ts';
+import type { SchemaRegistrar } from '../../src/decode/registry-port.ts';
 import { ORDER_FORMATS, OrderGenerator, orderAvroSchema, orderEncoder, orderProtobufSchema } from './orders.ts';
 import type { OrderEvent, OrderFormat, SchemaVersion } from './orders.ts';
 

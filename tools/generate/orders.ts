@@ -26,8 +26,8 @@
  * has a schema-specific encoder (AvroOrderWriter) and the catalogue's products and customers are built once.
  */
 import protobuf from 'protobufjs';
-import { ConfigError } from '../core/errors.ts';
-import { prng } from '../core/prng.ts';
+import { ConfigError } from '../../src/core/errors.ts';
+import { prng } from '../../src/core/prng.ts';
 
 // ---------------------------------------------------------------------------------------------------
 // The events

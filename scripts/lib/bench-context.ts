@@ -1,0 +1,106 @@
+/**
+ * What every phase of `npm run bench` shares: the options, the run id, the stack's endpoints, the generator,
+ * and the register of everything the run makes (topics, consumer groups, temp directories, live workers),
+ * which `cleanUp` removes at the end whatever happened. Cleanup talks to Kafka through the client library
+ * directly, not through src/, so it works in every tree the benchmark is run in.
+ */
+import { randomUUID } from 'node:crypto';
+import { rmSync } from 'node:fs';
+import { RdKafka } from '@confluentinc/kafka-javascript';
+import { stackEndpoints } from '../../test/helpers/stack.ts';
+import type { StackEndpoints } from '../../test/helpers/stack.ts';
+import type { WorkerProcess } from '../../test/helpers/worker.ts';
+import type { BenchOptions } from './bench-options.ts';
+import { loadGenerator } from './bench-generator.ts';
+import type { GenerateStats, Generator, RunGenerateOptions } from './bench-generator.ts';
+import { loadAverage } from './proc.ts';
+
+export const PARTITIONS = 6;
+export const SEED = 20260101;
+/** Fixed event times: the in-memory copy of the ceiling phase is then byte for byte what was produced. */
+export const START_TIME_MS = Date.UTC(2026, 0, 1);
+export const MiB = 2 ** 20;
+
+export interface Bench {
+  readonly o: BenchOptions;
+  readonly runId: string;
+  readonly stack: StackEndpoints;
+  readonly gen: Generator;
+  readonly topics: Set<string>;
+  readonly groups: Set<string>;
+  readonly dirs: Set<string>;
+  readonly live: Set<WorkerProcess>;
+  cleaning: Promise<void> | undefined;
+}
+
+export async function createBench(o: BenchOptions): Promise<Bench> {
+  return {
+    o,
+    runId: `bench-${randomUUID().slice(0, 8)}`,
+    stack: stackEndpoints(),
+    gen: await loadGenerator(),
+    topics: new Set(),
+    groups: new Set(),
+    dirs: new Set(),
+    live: new Set(),
+    cleaning: undefined,
+  };
+}
+
+/** Produces `count` order events (Avro, schema v1, the bench's seed) to a topic the run registers. */
+export function generate(b: Bench, topic: string, count: number, extra: Partial<RunGenerateOptions> = {}): Promise<GenerateStats> {
+  b.topics.add(topic);
+  return b.gen.runGenerate({
+    bootstrapServers: b.stack.kafkaBootstrap,
+    registryUrl: b.stack.registryUrl,
+    topic,
+    partitions: PARTITIONS,
+    format: 'avro',
+    count,
+    ratePerSec: 0,
+    seed: SEED,
+    schemaVersion: 1,
+    ...extra,
+  });
+}
+
+/** Removes everything made so far; a second call (Ctrl-C during the run's own cleanup) waits for the first. */
+export function cleanUp(b: Bench): Promise<void> {
+  b.cleaning ??= removeAll(b);
+  return b.cleaning;
+}
+
+function adminCall(what: string, call: (cb: (err: RdKafka.LibrdKafkaError | null | undefined) => void) => void): Promise<void> {
+  return new Promise((res) => call((err) => (err ? (console.error(`  cleanup: ${what}: ${err.message}`), res()) : res())));
+}
+
+async function removeAll(b: Bench): Promise<void> {
+  for (const w of b.live) await w.kill().catch(() => undefined);
+  b.live.clear();
+  if (b.topics.size > 0 || b.groups.size > 0) {
+    const admin = RdKafka.AdminClient.create({ 'bootstrap.servers': b.stack.kafkaBootstrap });
+    try {
+      for (const t of b.topics) await adminCall(`topic ${t}`, (cb) => admin.deleteTopic(t, 10_000, cb));
+      if (b.groups.size > 0) await adminCall('consumer groups', (cb) => admin.deleteGroups([...b.groups], { timeout: 10_000 }, cb));
+    } finally {
+      admin.disconnect();
+    }
+  }
+  // Registry subjects (TopicNameStrategy): soft delete, then permanent.
+  for (const t of b.topics) {
+    const url = `${b.stack.registryUrl}/subjects/${encodeURIComponent(`${t}-value`)}`;
+    await fetch(url, { method: 'DELETE' }).catch(() => undefined);
+    await fetch(`${url}?permanent=true`, { method: 'DELETE' }).catch(() => undefined);
+  }
+  if (!b.o.keep) for (const d of b.dirs) rmSync(d, { recursive: true, force: true });
+  else if (b.dirs.size > 0) console.log(`  kept: ${[...b.dirs].join(' ')}`);
+}
+
+export function sleep(ms: number): Promise<void> {
+  return new Promise((r) => setTimeout(r, ms));
+}
+
+export const fmt = (n: number, digits = 1): string => (Number.isFinite(n) ? n.toLocaleString('en-US', { minimumFractionDigits: digits, maximumFractionDigits: digits }) : '–');
+export const int = (n: number): string => (Number.isFinite(n) ? Math.round(n).toLocaleString('en-US') : '–');
+export const mib = (bytes: number): string => `${int(bytes / MiB)} MiB`;
+export const load = (): string => loadAverage().map((x) => x.toFixed(2)).join(' ');
