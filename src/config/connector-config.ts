@@ -11,7 +11,7 @@
  */
 import { regexProblem, tableNameProblem, wholeMatch } from './names.ts';
 export { regexProblem, wholeMatch } from './names.ts';
-import { splitPartitionBy } from '../core/text.ts';
+import { partitionByProblem } from '../iceberg/partition-by.ts';
 import { ConfigError } from '../core/errors.ts';
 import { ConfigDef, Secret, invalidMessage, redactUserInfo, safeProps, validators } from './config-def.ts';
 import type { ConfigInfos, ParsedConfig } from './config-def.ts';
@@ -84,7 +84,7 @@ const regexValidator = validators.custom('a regular expression', (v) => {
 
 const partitionByValidator = validators.custom('partition-by terms, e.g. `bucket(id, 16), day(ts), region`', (v) => {
   if (typeof v !== 'string' || v === '') return undefined;
-  return partitionBySyntaxProblem(v);
+  return partitionByProblem(v);
 });
 
 const tableNameValidator = validators.custom('table names `namespace.table`', (v) => {
@@ -228,55 +228,6 @@ export const CONNECTOR_CONFIG_DEF: ConfigDef = new ConfigDef()
     doc: 'Retention of the control topic when Icefloe creates it (default 7 days). Announcements not yet committed must outlive any committer outage, so keep it long; Icefloe warns when the oldest unapplied announcement nears it.' })
   .define({ name: 'icefloe.control.topic.auto-create', type: 'BOOLEAN', default: 'true', importance: 'LOW', group: G_ICEFLOE,
     doc: 'Create the control topic (compaction off, the partitions, replication and retention above) when it does not exist. Off: a missing control topic fails the connector.' });
-
-// ---------------------------------------------------------------------------------------------------
-// Syntax checks (no schema here)
-// ---------------------------------------------------------------------------------------------------
-
-
-
-
-const TIME_TRANSFORMS = new Set(['year', 'years', 'month', 'months', 'day', 'days', 'hour', 'hours']);
-
-export { splitPartitionBy } from '../core/text.ts';
-
-/**
- * The syntax of a `partition-by` value: balanced parentheses, no empty term, a known transform with the
- * right arguments. Only the syntax can be checked here: whether the columns exist and the transforms fit
- * their types is checked against the table's schema when the table is created (iceberg/partition-spec.ts
- * `buildPartitionSpec`, which src/config must not import), and is an error there too, never an
- * unpartitioned table.
- */
-export function partitionBySyntaxProblem(text: string): string | undefined {
-  let depth = 0;
-  for (const ch of text) {
-    if (ch === '(') depth++;
-    else if (ch === ')' && --depth < 0) return `Unbalanced parentheses in partition spec "${text}"`;
-  }
-  if (depth !== 0) return `Unbalanced parentheses in partition spec "${text}"`;
-  for (const term of splitPartitionBy(text)) {
-    if (term === '') return `Empty term in partition spec "${text}"`;
-    const m = /^(\w+)\s*\((.*)\)$/s.exec(term);
-    if (m === null) {
-      if (/[()]/.test(term)) return `Malformed partition term "${term}"`;
-      continue; // identity on a column
-    }
-    const name = (m[1] as string).toLowerCase();
-    const args = (m[2] as string).split(',').map((a) => a.trim());
-    if (args.some((a) => a === '' || /[()]/.test(a))) return `Malformed partition term "${term}"`;
-    if (TIME_TRANSFORMS.has(name) || name === 'identity') {
-      if (args.length !== 1) return `Partition term "${term}": ${name} takes one column`;
-    } else if (name === 'bucket' || name === 'truncate') {
-      const nums = args.filter((a) => /^\d+$/.test(a));
-      if (args.length !== 2 || nums.length !== 1) return `Partition term "${term}": ${name} takes a column and a positive integer`;
-      const n = Number(nums[0]);
-      if (n <= 0 || n > 0x7fffffff) return `Partition term "${term}": ${nums[0] as string} is not a positive int`;
-    } else {
-      return `Partition term "${term}": unknown transform ${m[1] as string} (year, month, day, hour, bucket, truncate, identity)`;
-    }
-  }
-  return undefined;
-}
 
 // ---------------------------------------------------------------------------------------------------
 // The typed result
@@ -725,7 +676,7 @@ function perTableSettings(p: ParsedConfig, staticTables: readonly string[], dyna
     }
     const value = raw.trim();
     if (prop === 'partition-by' && value !== '') {
-      const problem = partitionBySyntaxProblem(value);
+      const problem = partitionByProblem(value);
       if (problem !== undefined) p.addError(key, invalidMessage(key, raw, problem));
     }
     if (prop === 'route-regex') {

@@ -7,7 +7,8 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync, readdirSync } from 'node:fs';
-import { parseConnectorConfig, partitionBySyntaxProblem } from '../../../src/config/connector-config.ts';
+import { parseConnectorConfig } from '../../../src/config/connector-config.ts';
+import { partitionByProblem } from '../../../src/iceberg/partition-by.ts';
 import { parseConnectorFile, parseProperties, parseWorkerProperties, validateWorkerConfig } from '../../../src/config/worker-config.ts';
 
 const root = new URL('../../../', import.meta.url);
@@ -42,7 +43,7 @@ for (const file of connectorFiles) {
     assert.deepEqual(c.warnings, []);
     assert.deepEqual(c.stored(), raw);
     for (const table of c.tables.routing.kind === 'all' ? c.tables.routing.tables : c.tables.routing.kind === 'regex' ? c.tables.routing.routes.map((r) => r.table) : []) {
-      assert.equal(partitionBySyntaxProblem(c.tables.settings(table).partitionBy), undefined);
+      assert.equal(partitionByProblem(c.tables.settings(table).partitionBy), undefined);
     }
     endpointsUseStackPorts(Object.values(raw), file);
     for (const k of c.secretKeys) assert.equal(c.redacted()[k], '[hidden]');
