@@ -130,7 +130,7 @@ export const WORKER_UNSUPPORTED: readonly UnsupportedKey[] = [
   {
     key: 'icefloe.coordination',
     needs: `Redis coordination, which comes with ${DISTRIBUTED}`,
-    instead: 'The standalone worker elects each table\'s committer in-process (embedded). Remove it (or set embedded).',
+    instead: 'The standalone worker runs each connector\'s committer itself (embedded); no Redis is used. Remove it (or set embedded).',
   },
   { key: 'icefloe.redis.url', needs: `Redis coordination, which comes with ${DISTRIBUTED}`, instead: 'Nothing connects to Redis yet. Remove it.' },
 ];
