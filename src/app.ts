@@ -279,7 +279,6 @@ export async function runStandalone(options: StandaloneOptions): Promise<Standal
   const workerText = readFileSync(resolvePath(options.cwd, options.workerPropertiesPath), 'utf8');
   const worker = parseWorkerProperties(workerText, { baseDir: options.cwd });
   for (const w of worker.warnings) log.warn(w);
-  if (worker.coordination.kind === 'redis') log.warn('icefloe.coordination=redis is for distributed mode; the standalone worker runs each committer in its own process');
   const workerProps = worker.stored();
   const connectors = options.connectorPaths.map((p) => {
     const file = parseConnectorFile(readFileSync(resolvePath(options.cwd, p), 'utf8'), p);

@@ -6,17 +6,19 @@
  * the connector files in either shape Connect accepts.
  *
  * Owns: parsing and typing the worker file, the worker's default catalog in the connector's
- * `iceberg.catalog.*` vocabulary, reading connector files.
+ * `iceberg.catalog.*` vocabulary, reading connector files. Worker keys Icefloe does not act on yet
+ * (the REST API's, distributed mode's) are refused by unsupported.ts's rules.
  * Must not: read the file system, the environment or the working directory (callers pass text and a base
  * directory), or print a secret.
  */
 import { isAbsolute, resolve } from 'node:path';
 import { ConfigError } from '../core/errors.ts';
 import { parseJson } from '../core/json.ts';
-import { ConfigDef, invalidMessage, missingMessage, redactUserInfo, safeProps, validators } from './config-def.ts';
+import { ConfigDef, safeProps, validators } from './config-def.ts';
 import type { ParsedConfig } from './config-def.ts';
 import { JSON_CONVERTER, parseConverter } from './converters.ts';
 import type { ConverterConfig } from './converters.ts';
+import { WORKER_UNSUPPORTED, rejectUnsupported, unsupportedDoc } from './unsupported.ts';
 
 // ---------------------------------------------------------------------------------------------------
 // Java .properties
@@ -110,7 +112,8 @@ const G_ICEFLOE = 'Icefloe';
 export const DEFAULT_WAREHOUSE = 'icefloe-data/warehouse';
 export const DEFAULT_CATALOG = 'sqlite:icefloe-data/catalog.db';
 
-const LISTENER = /^(https?):\/\/(\[[0-9a-fA-F:.]+\]|[^\s/:[\]]*):(\d{1,5})$/i;
+/** The docs of a key Icefloe refuses until the capability it needs lands (unsupported.ts). */
+const notYet = (key: string, meaning: string): string => unsupportedDoc(WORKER_UNSUPPORTED, key, meaning);
 
 export const WORKER_CONFIG_DEF: ConfigDef = new ConfigDef()
   .define({ name: 'bootstrap.servers', type: 'LIST', default: 'localhost:9092', importance: 'HIGH', group: G_WORKER,
@@ -121,14 +124,13 @@ export const WORKER_CONFIG_DEF: ConfigDef = new ConfigDef()
   .define({ name: 'value.converter', type: 'CLASS', default: JSON_CONVERTER, importance: 'HIGH', group: G_WORKER,
     doc: 'Default converter for record values, used by connectors that do not set value.converter; settings under `value.converter.*` (e.g. `value.converter.schema.registry.url`).' })
   .define({ name: 'header.converter', type: 'CLASS', default: 'org.apache.kafka.connect.storage.SimpleHeaderConverter', importance: 'LOW', group: G_WORKER,
-    doc: 'Default converter for header values.' })
+    doc: notYet('header.converter', 'Default converter for header values.') })
   .definePrefix({ prefix: 'key.converter.', group: G_WORKER, doc: 'Settings of the worker\'s key converter.' })
   .definePrefix({ prefix: 'value.converter.', group: G_WORKER, doc: 'Settings of the worker\'s value converter.' })
-  .define({ name: 'task.shutdown.graceful.timeout.ms', type: 'LONG', default: '5000', importance: 'LOW', group: G_WORKER, validator: validators.range(0),
-    doc: 'How long a stopping task may take to finish or abandon its commit cycle before it is killed.' })
+  .define({ name: 'task.shutdown.graceful.timeout.ms', type: 'LONG', default: '5000', importance: 'LOW', group: G_WORKER,
+    doc: notYet('task.shutdown.graceful.timeout.ms', 'How long a stopping task may take to finish or abandon its commit cycle before it is killed.') })
   .define({ name: 'connector.client.config.override.policy', type: 'STRING', default: 'All', importance: 'MEDIUM', group: G_WORKER,
-    validator: validators.oneOf(['All', 'None', 'Principal']),
-    doc: 'Which `consumer.override.*`/`producer.override.*`/`admin.override.*` keys connectors may set: All, None, or Principal (only SASL/security keys).' })
+    doc: notYet('connector.client.config.override.policy', 'Which `consumer.override.*`/`producer.override.*`/`admin.override.*` keys connectors may set: All, None, or Principal (only SASL/security keys).') })
   .define({ name: 'offset.flush.interval.ms', type: 'LONG', default: '60000', importance: 'LOW', group: G_WORKER, validator: validators.range(0),
     doc: 'Ignored: Icefloe commits sink offsets in each commit cycle\'s transaction (iceberg.control.commit.interval-ms), as the Apache Iceberg sink does. Accepted so connect-standalone files load.' })
   .define({ name: 'offset.storage.file.filename', type: 'STRING', default: null, importance: 'LOW', group: G_WORKER,
@@ -136,16 +138,15 @@ export const WORKER_CONFIG_DEF: ConfigDef = new ConfigDef()
   .define({ name: 'plugin.path', type: 'LIST', default: null, importance: 'LOW', group: G_WORKER,
     doc: 'Ignored: Icefloe\'s connector, converters and transforms are built in.' })
   .define({ name: 'config.providers', type: 'LIST', default: '', importance: 'LOW', group: G_WORKER,
-    doc: 'Config providers (`${file:...}`, `${env:...}`). Not supported yet: references stay unresolved, so the worker warns when this is set.' })
+    doc: notYet('config.providers', 'Config providers (`${file:...}`, `${env:...}`), each configured under `config.providers.<name>.*`.') })
   .define({ name: 'listeners', type: 'LIST', default: 'http://:8083', importance: 'LOW', group: G_REST,
-    validator: validators.matches(LISTENER, 'a listener URL protocol://host:port (host may be empty)'),
-    doc: 'REST API listeners, `http://host:port` (empty host: all interfaces).' })
+    doc: notYet('listeners', 'REST API listeners, `http://host:port` (empty host: all interfaces).') })
   .define({ name: 'rest.advertised.host.name', type: 'STRING', default: null, importance: 'LOW', group: G_REST,
-    doc: 'Host name other workers and statuses (worker_id) use for this worker; default: the listener\'s host.' })
-  .define({ name: 'rest.advertised.port', type: 'INT', default: null, importance: 'LOW', group: G_REST, validator: validators.range(1, 65535),
-    doc: 'Port advertised with rest.advertised.host.name; default: the listener\'s port.' })
-  .define({ name: 'rest.advertised.listener', type: 'STRING', default: null, importance: 'LOW', group: G_REST, validator: validators.oneOf(['http', 'https']),
-    doc: 'Which listener protocol to advertise.' })
+    doc: notYet('rest.advertised.host.name', 'Host name other workers and statuses (worker_id) use for this worker; default: the listener\'s host.') })
+  .define({ name: 'rest.advertised.port', type: 'INT', default: null, importance: 'LOW', group: G_REST,
+    doc: notYet('rest.advertised.port', 'Port advertised with rest.advertised.host.name; default: the listener\'s port.') })
+  .define({ name: 'rest.advertised.listener', type: 'STRING', default: null, importance: 'LOW', group: G_REST,
+    doc: notYet('rest.advertised.listener', 'Which listener protocol to advertise.') })
   .define({ name: 'security.protocol', type: 'STRING', default: 'PLAINTEXT', importance: 'MEDIUM', group: G_SECURITY,
     validator: validators.oneOf(['PLAINTEXT', 'SSL', 'SASL_PLAINTEXT', 'SASL_SSL'], { caseInsensitive: true }),
     doc: 'Protocol of the worker\'s Kafka clients; passed, with `sasl.*` and `ssl.*`, to every Kafka client of the worker and its connectors.' })
@@ -165,10 +166,10 @@ export const WORKER_CONFIG_DEF: ConfigDef = new ConfigDef()
     doc: 'Run each task as a child process (N tasks use N cores; the native Kafka client does not load in worker threads) or all tasks in the worker process (one core; simplest to debug).' })
   .define({ name: 'icefloe.tasks.id-offset', type: 'INT', default: '0', importance: 'LOW', group: G_ICEFLOE, validator: validators.range(0),
     doc: 'Added to the task numbers of every connector this worker runs (task ids `<offset>..<offset>+tasks.max-1`, so transactional ids `<prefix><connector>-<id>`): several standalone workers sharing one connector give each a different offset so their tasks stay distinct members rather than fencing each other by transactional.id.' })
-  .define({ name: 'icefloe.coordination', type: 'STRING', default: 'embedded', importance: 'MEDIUM', group: G_ICEFLOE, validator: validators.oneOf(['embedded', 'redis']),
-    doc: 'Where committer election and commit jobs live: embedded (in the worker process, standalone) or redis (leases and queues shared by several workers).' })
+  .define({ name: 'icefloe.coordination', type: 'STRING', default: 'embedded', importance: 'MEDIUM', group: G_ICEFLOE,
+    doc: notYet('icefloe.coordination', 'Where committer election and commit jobs live: embedded (in the worker process, standalone) or redis (leases and queues shared by several workers).') })
   .define({ name: 'icefloe.redis.url', type: 'STRING', default: null, importance: 'MEDIUM', group: G_ICEFLOE,
-    doc: 'Redis URL (`redis://host:6379/0`) when icefloe.coordination=redis; a password in it is redacted in logs.' });
+    doc: notYet('icefloe.redis.url', 'Redis URL (`redis://host:6379/0`) for icefloe.coordination=redis.') });
 
 /** Why a worker `icefloe.catalog` value is unusable, or undefined. */
 function workerCatalogProblem(v: string): string | undefined {
@@ -182,22 +183,10 @@ export type WorkerCatalog =
   | { readonly kind: 'rest'; readonly uri: string }
   | { readonly kind: 'none' };
 
-export interface Listener {
-  readonly protocol: 'http' | 'https';
-  /** '' means every interface. */
-  readonly host: string;
-  readonly port: number;
-}
-
 export interface WorkerConfig {
   readonly bootstrapServers: readonly string[];
   readonly keyConverter: ConverterConfig;
   readonly valueConverter: ConverterConfig;
-  readonly headerConverter: string;
-  readonly listeners: readonly Listener[];
-  readonly advertised: { readonly host: string | null; readonly port: number | null; readonly listener: 'http' | 'https' | null };
-  readonly taskShutdownTimeoutMs: number;
-  readonly overridePolicy: 'All' | 'None' | 'Principal';
   /** `security.protocol`, `sasl.*`, `ssl.*` (full key names), for every Kafka client; JSON/inspect redact secrets. */
   readonly clientSecurity: Readonly<Record<string, string>>;
   readonly consumerProps: Readonly<Record<string, string>>;
@@ -211,7 +200,6 @@ export interface WorkerConfig {
   readonly tasksMode: 'process' | 'in-process';
   /** Added to each connector's task numbers (several standalone workers on one connector use distinct ids). */
   readonly taskIdOffset: number;
-  readonly coordination: { readonly kind: 'embedded' } | { readonly kind: 'redis'; readonly url: string };
   readonly secretKeys: readonly string[];
   readonly warnings: readonly string[];
   stored(): Record<string, string>;
@@ -262,18 +250,6 @@ function buildWorker(p: ParsedConfig, options: WorkerParseOptions): WorkerConfig
   const keyConverter = converter('key.converter');
   const valueConverter = converter('value.converter');
 
-  const listeners = (p.list('listeners') ?? []).flatMap((l): Listener[] => {
-    const m = LISTENER.exec(l);
-    if (m === null) return [];
-    const port = Number(m[3]);
-    // Port 0 is an ephemeral port, as in Kafka Connect (its own test clusters listen on http://localhost:0).
-    if (port < 0 || port > 65535) p.addError('listeners', invalidMessage('listeners', l, 'Port must be between 0 and 65535'));
-    return [{ protocol: (m[1] as string).toLowerCase() as 'http' | 'https', host: (m[2] as string).replace(/^\[|\]$/g, ''), port }];
-  });
-  if (listeners.some((l) => l.protocol === 'https')) {
-    p.addError('listeners', invalidMessage('listeners', (p.list('listeners') ?? []).join(','), 'https listeners are not supported yet; terminate TLS in front of the worker'));
-  }
-
   for (const [key, note] of [
     ['offset.flush.interval.ms', 'sink offsets are committed in each commit cycle\'s transaction'],
     ['offset.storage.file.filename', 'standalone sink offsets live in the consumer group connect-<name>'],
@@ -281,7 +257,6 @@ function buildWorker(p: ParsedConfig, options: WorkerParseOptions): WorkerConfig
   ] as const) {
     if (p.has(key)) p.addWarning(`${key} is ignored: ${note}`);
   }
-  if ((p.list('config.providers') ?? []).length > 0) p.addWarning('config.providers is not supported yet: ${provider:...} references in connector configs stay unresolved');
 
   const clientSecurity: Record<string, string> = { 'security.protocol': (p.string('security.protocol') ?? 'PLAINTEXT').toUpperCase() };
   for (const prefix of ['sasl.', 'ssl.']) for (const [k, v] of Object.entries(p.prefixed(prefix))) clientSecurity[prefix + k] = v;
@@ -312,11 +287,7 @@ function buildWorker(p: ParsedConfig, options: WorkerParseOptions): WorkerConfig
       defaultCatalogProps = undefined;
   }
 
-  const coordinationKind = p.string('icefloe.coordination') === 'redis' ? 'redis' : 'embedded';
-  const redisUrl = p.string('icefloe.redis.url');
-  if (coordinationKind === 'redis' && (redisUrl === null || redisUrl === '')) p.addError('icefloe.redis.url', missingMessage('icefloe.redis.url') + ' (icefloe.coordination=redis)');
-  else if (redisUrl !== null && redisUrl !== '' && !/^rediss?:\/\/.+/.test(redisUrl)) p.addError('icefloe.redis.url', invalidMessage('icefloe.redis.url', redactUserInfo(redisUrl), 'Expected redis://host:port[/db]'));
-
+  rejectUnsupported(p, WORKER_UNSUPPORTED);
   for (const key of Object.keys(p.unknown)) {
     if (key.startsWith('icefloe.')) p.addWarning(`${key} is not a known worker key; it is kept but not used`);
   }
@@ -326,15 +297,6 @@ function buildWorker(p: ParsedConfig, options: WorkerParseOptions): WorkerConfig
     bootstrapServers: p.list('bootstrap.servers') ?? [],
     keyConverter,
     valueConverter,
-    headerConverter: p.string('header.converter') ?? '',
-    listeners: Object.freeze(listeners),
-    advertised: Object.freeze({
-      host: p.string('rest.advertised.host.name'),
-      port: p.number('rest.advertised.port'),
-      listener: (p.string('rest.advertised.listener') as 'http' | 'https' | null) ?? null,
-    }),
-    taskShutdownTimeoutMs: p.number('task.shutdown.graceful.timeout.ms') ?? 5000,
-    overridePolicy: (p.string('connector.client.config.override.policy') ?? 'All') as 'All' | 'None' | 'Principal',
     clientSecurity: safeProps(clientSecurity),
     consumerProps: p.prefixed('consumer.'),
     producerProps: p.prefixed('producer.'),
@@ -344,7 +306,6 @@ function buildWorker(p: ParsedConfig, options: WorkerParseOptions): WorkerConfig
     defaultCatalogProps: defaultCatalogProps === undefined ? undefined : safeProps(defaultCatalogProps, 'iceberg.catalog.'),
     tasksMode: p.string('icefloe.tasks.mode') === 'in-process' ? 'in-process' : 'process',
     taskIdOffset: p.number('icefloe.tasks.id-offset') ?? 0,
-    coordination: coordinationKind === 'redis' ? Object.freeze({ kind: 'redis' as const, url: redisUrl ?? '' }) : Object.freeze({ kind: 'embedded' as const }),
     secretKeys: p.secretKeys(),
     warnings: p.warnings,
     stored,

@@ -1,8 +1,8 @@
 /**
  * Partition specs (spec "Partitioning", Appendix C "Partition Specs"): the model, its JSON codec (Java
  * `PartitionSpecParser` names: spec-id, fields[name, transform, source-id, field-id]), the builder from
- * the Apache Iceberg Kafka Connect sink's `partition-by` syntax (`iceberg.tables.default-partition-by`,
- * `iceberg.table.<t>.partition-by`: "bucket(id, 16), day(ts), region"), validation against a schema,
+ * the Apache Iceberg Kafka Connect sink's `partition-by` terms (parsed by partition-by.ts) against a
+ * table schema, validation against a schema,
  * the partition struct type, and the Hive-style partition path.
  *
  * Owns: spec-level rules (field ids from 1000, last-partition-id 999 when unpartitioned, unique names,
@@ -10,9 +10,9 @@
  * Must not: fall back to an unpartitioned table on a bad spec. Every invalid spec is a ConfigError that
  * names the offending term or field.
  */
-import { splitPartitionBy } from '../core/text.ts';
 import { ConfigError } from '../core/errors.ts';
 import { asArray, asObject, optInt, reqInt, reqString } from './json-util.ts';
+import { parsePartitionBy } from './partition-by.ts';
 import { SchemaIndex } from './schema.ts';
 import {
   bindTransform,
@@ -240,21 +240,8 @@ export function partitionPath(spec: PartitionSpec, schema: Schema, values: reado
 }
 
 // ---------------------------------------------------------------------------------------------------
-// The Kafka Connect sink's `partition-by` syntax
+// The Kafka Connect sink's `partition-by` syntax (parsed by partition-by.ts)
 // ---------------------------------------------------------------------------------------------------
-
-export { splitPartitionBy } from '../core/text.ts';
-
-const TIME_TRANSFORMS: Readonly<Record<string, 'year' | 'month' | 'day' | 'hour'>> = {
-  year: 'year',
-  years: 'year',
-  month: 'month',
-  months: 'month',
-  day: 'day',
-  days: 'day',
-  hour: 'hour',
-  hours: 'hour',
-};
 
 export interface PartitionByOptions {
   readonly specId?: number;
@@ -263,72 +250,41 @@ export interface PartitionByOptions {
   readonly caseSensitive?: boolean;
 }
 
+/** Java's default partition field name suffixes (`PartitionSpec.Builder`). */
+const NAME_SUFFIX: Readonly<Record<Transform['kind'], string>> = {
+  identity: '',
+  year: '_year',
+  month: '_month',
+  day: '_day',
+  hour: '_hour',
+  bucket: '_bucket',
+  truncate: '_trunc',
+  void: '_null',
+  unknown: '',
+};
+
 /**
- * Builds a spec from `partition-by` terms as the Apache Iceberg Kafka Connect sink does
- * (`SchemaUtils.createPartitionSpec`): `col` (identity), `year(col)`/`years(col)`, `month(s)`, `day(s)`,
- * `hour(s)`, `bucket(col, N)`, `truncate(col, W)`. Also accepted: `identity(col)`, and Spark's argument
- * order `bucket(N, col)` / `truncate(W, col)` when the first argument is a number and the second is not.
- * Field names follow Java's builder: `col`, `col_year`, `col_month`, `col_day`, `col_hour`,
- * `col_bucket`, `col_trunc` (col = the full dotted column name). Empty input -> unpartitioned.
+ * Builds a spec from `partition-by` terms (grammar: partition-by.ts `parsePartitionBy`) against a table
+ * schema, as the Apache Iceberg Kafka Connect sink does (`SchemaUtils.createPartitionSpec`). Field names
+ * follow Java's builder: `col`, `col_year`, `col_month`, `col_day`, `col_hour`, `col_bucket`,
+ * `col_trunc` (col = the full dotted column name). Empty input -> unpartitioned.
  * Any problem is a ConfigError naming the term; nothing is silently dropped.
  */
 export function buildPartitionSpec(schema: Schema, partitionBy: string | readonly string[], options: PartitionByOptions = {}): PartitionSpec {
-  const terms = typeof partitionBy === 'string' ? splitPartitionBy(partitionBy) : partitionBy.map((t) => t.trim());
+  const terms = parsePartitionBy(partitionBy);
   const index = new SchemaIndex(schema);
   const caseSensitive = options.caseSensitive ?? true;
   let lastId = options.lastPartitionId ?? UNPARTITIONED_LAST_PARTITION_ID;
-  const fields: PartitionField[] = [];
-  for (const term of terms) {
-    if (term === '') throw new ConfigError(`partition-by has an empty term in "${terms.join(', ')}"`);
-    const m = /^(\w+)\s*\((.+)\)$/s.exec(term);
-    let transform: Transform;
-    let column: string;
-    if (m === null) {
-      if (/[()]/.test(term)) throw new ConfigError(`partition-by term "${term}" is malformed`, { context: { term } });
-      transform = { kind: 'identity' };
-      column = term;
-    } else {
-      const name = (m[1] as string).toLowerCase();
-      const args = (m[2] as string).split(',').map((a) => a.trim());
-      const time = TIME_TRANSFORMS[name];
-      if (time !== undefined || name === 'identity') {
-        if (args.length !== 1 || args[0] === '') throw new ConfigError(`partition-by term "${term}": ${name} takes one column`, { context: { term } });
-        transform = time !== undefined ? { kind: time } : { kind: 'identity' };
-        column = args[0] as string;
-      } else if (name === 'bucket' || name === 'truncate') {
-        if (args.length !== 2) throw new ConfigError(`partition-by term "${term}": ${name} takes a column and a number`, { context: { term } });
-        let [col, num] = args as [string, string];
-        if (/^\d+$/.test(col) && !/^\d+$/.test(num)) [col, num] = [num, col];
-        if (!/^\d+$/.test(num) || Number(num) <= 0 || Number(num) > 0x7fffffff) {
-          throw new ConfigError(`partition-by term "${term}": ${num} is not a positive integer`, { context: { term } });
-        }
-        transform = name === 'bucket' ? { kind: 'bucket', n: Number(num) } : { kind: 'truncate', width: Number(num) };
-        column = col;
-      } else {
-        throw new ConfigError(`partition-by term "${term}": unsupported transform ${m[1] as string}`, { context: { term } });
-      }
-    }
+  const fields: PartitionField[] = terms.map(({ text, column, transform }) => {
     const info = index.infoByName(column, caseSensitive);
-    if (info === undefined) throw new ConfigError(`partition-by term "${term}": column ${column} is not in the table schema`, { context: { term, column } });
-    const colName = info.path;
-    const suffix: Record<Transform['kind'], string> = {
-      identity: '',
-      year: '_year',
-      month: '_month',
-      day: '_day',
-      hour: '_hour',
-      bucket: '_bucket',
-      truncate: '_trunc',
-      void: '_null',
-      unknown: '',
-    };
-    fields.push({ sourceId: info.field.id, fieldId: ++lastId, name: colName + suffix[transform.kind], transform });
-  }
+    if (info === undefined) throw new ConfigError(`partition-by term "${text}": column ${column} is not in the table schema`, { context: { term: text, column } });
+    return { sourceId: info.field.id, fieldId: ++lastId, name: info.path + NAME_SUFFIX[transform.kind], transform };
+  });
   const spec: PartitionSpec = { specId: options.specId ?? 0, fields };
   try {
     validatePartitionSpec(spec, schema);
   } catch (e) {
-    if (e instanceof ConfigError) throw new ConfigError(`partition-by "${terms.join(', ')}": ${e.message}`, { cause: e, context: e.context });
+    if (e instanceof ConfigError) throw new ConfigError(`partition-by "${terms.map((t) => t.text).join(', ')}": ${e.message}`, { cause: e, context: e.context });
     throw e;
   }
   return spec;

@@ -54,7 +54,7 @@ function signalGroup(child: ChildProcess, signal: NodeJS.Signals): void {
 export function startWorker(options: WorkerOptions): WorkerProcess {
   const e = stackEndpoints();
   const dir = options.dir ?? mkdtempSync(join(tmpdir(), 'icefloe-worker-'));
-  const props = { 'bootstrap.servers': e.kafkaBootstrap, 'listeners': 'http://127.0.0.1:0', ...options.worker };
+  const props = { 'bootstrap.servers': e.kafkaBootstrap, ...options.worker };
   writeFileSync(join(dir, 'worker.properties'), Object.entries(props).map(([k, v]) => `${k}=${v.replace(/\\/g, '\\\\')}`).join('\n') + '\n');
   const files = options.connectors.map((c) => {
     const f = join(dir, `${c.name}.json`);

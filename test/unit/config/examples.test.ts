@@ -7,7 +7,8 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync, readdirSync } from 'node:fs';
-import { parseConnectorConfig, partitionBySyntaxProblem } from '../../../src/config/connector-config.ts';
+import { parseConnectorConfig } from '../../../src/config/connector-config.ts';
+import { partitionByProblem } from '../../../src/iceberg/partition-by.ts';
 import { parseConnectorFile, parseProperties, parseWorkerProperties, validateWorkerConfig } from '../../../src/config/worker-config.ts';
 
 const root = new URL('../../../', import.meta.url);
@@ -18,7 +19,6 @@ const ports = ['KAFKA_PORT', 'REGISTRY_PORT', 'S3_PORT', 'CATALOG_PORT', 'POSTGR
 function endpointsUseStackPorts(values: Iterable<string>, what: string): void {
   for (const v of values) {
     for (const m of v.matchAll(/(?:\/\/|^)(?:[^@/\s]*@)?(127\.0\.0\.1|localhost):(\d+)/g)) {
-      if (m[2] === '8083') continue; // the worker's own REST listener
       assert.ok(ports.includes(m[2]), `${what}: ${m[0]} is not a port of the local stack`);
     }
   }
@@ -42,7 +42,7 @@ for (const file of connectorFiles) {
     assert.deepEqual(c.warnings, []);
     assert.deepEqual(c.stored(), raw);
     for (const table of c.tables.routing.kind === 'all' ? c.tables.routing.tables : c.tables.routing.kind === 'regex' ? c.tables.routing.routes.map((r) => r.table) : []) {
-      assert.equal(partitionBySyntaxProblem(c.tables.settings(table).partitionBy), undefined);
+      assert.equal(partitionByProblem(c.tables.settings(table).partitionBy), undefined);
     }
     endpointsUseStackPorts(Object.values(raw), file);
     for (const k of c.secretKeys) assert.equal(c.redacted()[k], '[hidden]');
@@ -82,5 +82,5 @@ test('example specifics: the orders connector, JSON with and without schemas, bo
   const s3 = parseWorkerProperties(read('config/worker-s3-rest.properties'), { baseDir: '/work' });
   assert.equal(s3.catalog.kind, 'rest');
   assert.equal(s3.valueConverter.kind, 'avro');
-  assert.deepEqual(s3.coordination, { kind: 'redis', url: 'redis://127.0.0.1:6379/0' });
+  assert.equal(s3.tasksMode, 'process');
 });

@@ -3,6 +3,7 @@ import assert from 'node:assert/strict';
 import { inspect } from 'node:util';
 import { ConfigError } from '../../../src/core/errors.ts';
 import { HIDDEN } from '../../../src/config/config-def.ts';
+import { WORKER_UNSUPPORTED } from '../../../src/config/unsupported.ts';
 import { parseConnectorFile, parseProperties, parseWorkerProperties, validateWorkerConfig } from '../../../src/config/worker-config.ts';
 
 const BASE_DIR = '/srv/icefloe';
@@ -49,24 +50,22 @@ test('an empty worker file is the embedded default', () => {
   assert.deepEqual(w.bootstrapServers, ['localhost:9092']);
   assert.equal(w.keyConverter.kind, 'json');
   assert.equal(w.valueConverter.schemasEnable, true);
-  assert.deepEqual(w.listeners, [{ protocol: 'http', host: '', port: 8083 }]);
   assert.equal(w.warehouse, '/srv/icefloe/icefloe-data/warehouse');
   assert.deepEqual(w.catalog, { kind: 'sqlite', path: '/srv/icefloe/icefloe-data/catalog.db' });
   assert.deepEqual(w.defaultCatalogProps, { type: 'sql', uri: 'jdbc:sqlite:/srv/icefloe/icefloe-data/catalog.db', warehouse: 'file:///srv/icefloe/icefloe-data/warehouse' });
   assert.equal(w.tasksMode, 'process');
   assert.equal(w.taskIdOffset, 0);
-  assert.deepEqual(w.coordination, { kind: 'embedded' });
   assert.deepEqual(w.clientSecurity, { 'security.protocol': 'PLAINTEXT' });
   assert.deepEqual(w.warnings, []);
 });
 
 test('connect-standalone keys that do not apply are accepted with a note', () => {
   const v = validateWorkerConfig(
-    parseProperties('offset.flush.interval.ms=10000\noffset.storage.file.filename=/tmp/connect.offsets\nplugin.path=/usr/share/java\nconfig.providers=file\ngroup.id=x\nicefloe.warehous=typo'),
+    parseProperties('offset.flush.interval.ms=10000\noffset.storage.file.filename=/tmp/connect.offsets\nplugin.path=/usr/share/java\ngroup.id=x\nicefloe.warehous=typo'),
     { baseDir: BASE_DIR },
   );
   assert.equal(v.errorCount, 0);
-  assert.equal(v.warnings.length, 5);
+  assert.equal(v.warnings.length, 4);
   assert.ok(v.warnings.some((w) => /offset.flush.interval.ms is ignored/.test(w)));
   assert.ok(v.warnings.some((w) => /icefloe.warehous is not a known worker key/.test(w)));
 });
@@ -116,10 +115,9 @@ test('client security passes through, and is redacted for logs', () => {
   assert.ok(!logged.includes('password="p"') && !logged.includes('kp'));
 });
 
-test('worker errors are collected: listeners, converters, redis, security protocol', () => {
+test('worker errors are collected: converters, security protocol, brokers, unsupported keys', () => {
   const v = validateWorkerConfig(
     {
-      listeners: 'http://:8083,ftp://x:1',
       'value.converter': 'io.confluent.connect.avro.AvroConverter',
       'icefloe.coordination': 'redis',
       'security.protocol': 'TLS',
@@ -127,9 +125,47 @@ test('worker errors are collected: listeners, converters, redis, security protoc
     },
     { baseDir: BASE_DIR },
   );
-  assert.deepEqual([...v.errors.keys()].sort(), ['bootstrap.servers', 'icefloe.redis.url', 'listeners', 'security.protocol', 'value.converter']);
+  assert.deepEqual([...v.errors.keys()].sort(), ['bootstrap.servers', 'icefloe.coordination', 'security.protocol', 'value.converter']);
   assert.match(v.errors.get('value.converter')?.[0] ?? '', /value.converter.schema.registry.url/);
-  assert.throws(() => parseWorkerProperties('listeners=https://:8443', { baseDir: BASE_DIR }), /https listeners are not supported yet/);
+  assert.throws(() => parseWorkerProperties('listeners=https://:8443', { baseDir: BASE_DIR }), /not supported yet: listeners needs the Kafka Connect REST API/);
+});
+
+test('worker keys Icefloe does not act on yet fail with "not supported yet"; their defaults load', () => {
+  const rejected: Record<string, string> = {
+    'header.converter': 'org.apache.kafka.connect.json.JsonConverter',
+    'config.providers': 'file',
+    'config.providers.file.class': 'org.apache.kafka.common.config.provider.FileConfigProvider',
+    'task.shutdown.graceful.timeout.ms': '30000',
+    'connector.client.config.override.policy': 'None',
+    listeners: 'http://127.0.0.1:8083',
+    'rest.advertised.host.name': 'worker-1',
+    'rest.advertised.port': '8083',
+    'rest.advertised.listener': 'http',
+    'icefloe.coordination': 'redis',
+    'icefloe.redis.url': 'redis://:s3cret@127.0.0.1:6379/0',
+  };
+  const v = validateWorkerConfig(rejected, { baseDir: BASE_DIR });
+  assert.deepEqual([...v.errors.keys()].sort(), Object.keys(rejected).sort());
+  for (const [key, errs] of v.errors) {
+    assert.equal(errs.length, 1, key);
+    assert.ok(errs[0]?.startsWith(`not supported yet: ${key} needs `), errs[0]);
+  }
+  for (const rule of WORKER_UNSUPPORTED) assert.ok(Object.keys(rejected).some((k) => k === rule.key || (rule.key.endsWith('.') && k.startsWith(rule.key))), rule.key);
+  assert.ok(!JSON.stringify([...v.errors]).includes('s3cret'), 'values are never echoed');
+  assert.match(v.errors.get('icefloe.coordination')?.[0] ?? '', /needs Redis coordination, which comes with distributed mode\. The standalone worker runs each connector's committer itself/);
+  assert.match(v.errors.get('listeners')?.[0] ?? '', /needs the Kafka Connect REST API on the worker\. The worker serves no HTTP API yet/);
+  assert.match(v.errors.get('config.providers.file.class')?.[0] ?? '', /needs config providers/);
+
+  const noOp = {
+    'header.converter': 'org.apache.kafka.connect.storage.SimpleHeaderConverter',
+    'config.providers': '',
+    'task.shutdown.graceful.timeout.ms': '5000',
+    'connector.client.config.override.policy': 'All',
+    listeners: 'http://:8083',
+    'icefloe.coordination': 'embedded',
+    'icefloe.redis.url': '',
+  };
+  assert.deepEqual(Object.fromEntries(validateWorkerConfig(noOp, { baseDir: BASE_DIR }).errors), {});
 });
 
 test('connector files: the REST shape and the flat shape', () => {
@@ -155,10 +191,4 @@ test('connector files: the REST shape and the flat shape', () => {
     ['{nope', /not valid JSON/],
   ];
   for (const [text, re] of bad) assert.throws(() => parseConnectorFile(text, 'f.json'), (e: unknown) => e instanceof ConfigError && re.test(e.message), text);
-});
-
-test('listeners: port 0 (an ephemeral port, as Kafka Connect allows) is valid; 65536 is not', () => {
-  assert.deepEqual(parseWorkerProperties('listeners=http://127.0.0.1:0', { baseDir: BASE_DIR }).listeners, [{ protocol: 'http', host: '127.0.0.1', port: 0 }]);
-  const v = validateWorkerConfig({ listeners: 'http://127.0.0.1:65536' }, { baseDir: BASE_DIR });
-  assert.match(v.errors.get('listeners')?.[0] ?? '', /Port must be between 0 and 65535/);
 });

@@ -1,0 +1,228 @@
+/**
+ * The connector's ConfigDef (the source of docs/configuration.md and of Connect's validate response):
+ * Kafka Connect's framework keys (reference/connect-rest.md §2.1–2.6), the Apache Iceberg sink's keys
+ * with its names and defaults (§2.9), so existing connector JSON carries over unchanged, and Icefloe's
+ * own keys under `icefloe.*`; with the names the rules and the runtime share (connector classes, Kafka
+ * metadata columns, per-table properties, the Java sink's messages).
+ *
+ * Owns: each key's type, default, group, doc and single-key validator.
+ * Must not: check rules across keys (connector-config.ts and its helpers do), or describe a key as doing
+ * what Icefloe does not do: keys it does not act on say so (unsupported.ts, or "no effect" and why).
+ */
+import { regexProblem, tableNameProblem } from './names.ts';
+import { partitionByProblem } from '../iceberg/partition-by.ts';
+import { ConfigDef, validators } from './config-def.ts';
+import { CONNECTOR_UNSUPPORTED, unsupportedDoc } from './unsupported.ts';
+
+// ---------------------------------------------------------------------------------------------------
+// Names
+// ---------------------------------------------------------------------------------------------------
+
+export const ICEFLOE_CONNECTOR_CLASS = 'io.icefloe.connect.IcefloeSinkConnector';
+export const APACHE_CONNECTOR_CLASS = 'org.apache.iceberg.connect.IcebergSinkConnector';
+export const TABULAR_CONNECTOR_CLASS = 'io.tabular.iceberg.connect.IcebergSinkConnector';
+
+/** Every `connector.class` this connector answers to: the FQCNs and Connect's simple-name aliases (§2.1). */
+export const CONNECTOR_CLASS_ALIASES: readonly string[] = [
+  ICEFLOE_CONNECTOR_CLASS,
+  APACHE_CONNECTOR_CLASS,
+  TABULAR_CONNECTOR_CLASS,
+  'IcefloeSinkConnector',
+  'IcefloeSink',
+  'IcebergSinkConnector',
+  'IcebergSink',
+];
+
+export const KAFKA_METADATA_COLUMNS = ['topic', 'partition', 'offset', 'timestamp', 'key', 'headers'] as const;
+export type KafkaMetadataColumn = (typeof KAFKA_METADATA_COLUMNS)[number];
+
+/** The per-table keys `iceberg.table.<table>.<property>` (§2.9). */
+export const TABLE_PROPERTIES = ['commit-branch', 'id-columns', 'partition-by', 'route-regex'] as const;
+export type TableProperty = (typeof TABLE_PROPERTIES)[number];
+
+/** The Java sink's connector-level validation messages (IcebergSinkConfig), verbatim. */
+export const MESSAGES = {
+  noCatalog: 'Must specify Iceberg catalog properties',
+  staticAndDynamic: 'Cannot specify both static and dynamic table names',
+  noRouteField: 'Must specify a route field if using dynamic table names',
+  noTables: 'Must specify table name(s)',
+  // Kafka's SinkConnectorConfig.validate texts (§2.1).
+  topicsBoth: 'topics and topics.regex are mutually exclusive options, but both are set.',
+  topicsNone: 'Must configure one of topics or topics.regex',
+} as const;
+
+const G_COMMON = 'Common';
+const G_ERRORS = 'Error Handling';
+const G_TABLES = 'Iceberg Tables';
+const G_CONTROL = 'Iceberg Control';
+const G_CATALOG = 'Iceberg Catalog';
+const G_ICEFLOE = 'Icefloe';
+
+const DAY_MS = 24 * 60 * 60 * 1000;
+
+/** The docs of a key Icefloe refuses until the capability it needs lands (unsupported.ts). */
+const notYet = (key: string, meaning: string): string => unsupportedDoc(CONNECTOR_UNSUPPORTED, key, meaning);
+
+// ---------------------------------------------------------------------------------------------------
+// The ConfigDef
+// ---------------------------------------------------------------------------------------------------
+
+/** Connect's `NonEmptyStringWithoutControlChars` (connector names). */
+const nameValidator = validators.custom('non-empty string without ISO control characters', (v) => {
+  if (typeof v !== 'string') return undefined;
+  if (v === '') return 'String may not be empty';
+  // eslint-disable-next-line no-control-regex
+  const ctl = [...v].filter((c) => /[\u0000-\u001f\u007f-\u009f]/.test(c));
+  return ctl.length === 0 ? undefined : `String may not contain control sequences but had the following ASCII chars: ${ctl.map((c) => c.charCodeAt(0)).join(', ')}`;
+});
+
+const regexValidator = validators.custom('a regular expression', (v) => {
+  if (typeof v !== 'string' || v === '') return undefined;
+  return regexProblem(v);
+});
+
+const partitionByValidator = validators.custom('partition-by terms, e.g. `bucket(id, 16), day(ts), region`', (v) => {
+  if (typeof v !== 'string' || v === '') return undefined;
+  return partitionByProblem(v);
+});
+
+const tableNameValidator = validators.custom('table names `namespace.table`', (v) => {
+  if (!Array.isArray(v)) return undefined;
+  const bad = v.find((t) => tableNameProblem(t) !== undefined);
+  return bad === undefined ? undefined : (tableNameProblem(bad) as string);
+});
+
+export const CONNECTOR_CONFIG_DEF: ConfigDef = new ConfigDef()
+  // --- Connect framework keys (§2.1) --------------------------------------------------------------
+  .define({ name: 'name', type: 'STRING', importance: 'HIGH', group: G_COMMON, width: 'MEDIUM', displayName: 'Connector name', validator: nameValidator,
+    doc: 'Globally unique name to use for this connector.' })
+  .define({ name: 'connector.class', type: 'STRING', importance: 'HIGH', group: G_COMMON, width: 'LONG', displayName: 'Connector class',
+    doc: `Name or alias of the class for this connector. Icefloe answers to ${CONNECTOR_CLASS_ALIASES.join(', ')}; the Apache and Tabular names are accepted so existing connector JSON carries over.` })
+  .define({ name: 'tasks.max', type: 'INT', default: '1', importance: 'HIGH', group: G_COMMON, width: 'SHORT', displayName: 'Tasks max', validator: validators.range(1),
+    doc: 'Maximum number of tasks to use for this connector.' })
+  .define({ name: 'tasks.max.enforce', type: 'BOOLEAN', default: 'true', importance: 'LOW', group: G_COMMON, width: 'SHORT', displayName: 'Enforce tasks max',
+    doc: '(Deprecated in Kafka 3.8.) Accepted for compatibility; Icefloe never creates more than tasks.max tasks.' })
+  .define({ name: 'key.converter', type: 'CLASS', default: null, importance: 'LOW', group: G_COMMON, width: 'SHORT', displayName: 'Key converter class',
+    doc: 'Converter class for record keys; its settings use the class key as prefix (`key.converter.schemas.enable`). Unset: the worker\'s key converter and its settings.' })
+  .define({ name: 'value.converter', type: 'CLASS', default: null, importance: 'LOW', group: G_COMMON, width: 'SHORT', displayName: 'Value converter class',
+    doc: 'Converter class for record values (JsonConverter, StringConverter, ByteArrayConverter, Confluent AvroConverter or ProtobufConverter); settings as `value.converter.schema.registry.url`, `value.converter.schemas.enable`. Unset: the worker\'s.' })
+  .define({ name: 'header.converter', type: 'CLASS', default: null, importance: 'LOW', group: G_COMMON, width: 'SHORT', displayName: 'Header converter class',
+    doc: notYet('header.converter', 'Converter class for header values (unset: the worker\'s).') })
+  .define({ name: 'transforms', type: 'LIST', default: '', importance: 'LOW', group: G_COMMON, width: 'LONG', displayName: 'Transforms',
+    doc: notYet('transforms', 'Aliases of the transformations (SMTs) to apply to records, in order; each is configured under `transforms.<alias>.*`.') })
+  .define({ name: 'predicates', type: 'LIST', default: '', importance: 'LOW', group: G_COMMON, width: 'LONG', displayName: 'Predicates',
+    doc: notYet('predicates', 'Aliases of the predicates used by transformations; each is configured under `predicates.<alias>.*`.') })
+  .define({ name: 'config.action.reload', type: 'STRING', default: 'restart', importance: 'LOW', group: G_COMMON, width: 'MEDIUM', displayName: 'Reload action',
+    validator: validators.oneOf(['none', 'restart'], { caseInsensitive: true }),
+    doc: 'What to do when a config provider reports a changed value: none, or restart the connector. Accepted for compatibility; no effect, as the worker has no config providers (config.providers is not supported yet).' })
+  .define({ name: 'topics', type: 'LIST', default: '', importance: 'HIGH', group: G_COMMON, width: 'LONG', displayName: 'Topics',
+    doc: 'Comma-separated topics to consume. Exactly one of topics and topics.regex must be set.' })
+  .define({ name: 'topics.regex', type: 'STRING', default: '', importance: 'HIGH', group: G_COMMON, width: 'LONG', displayName: 'Topics regex', validator: regexValidator,
+    doc: 'Regular expression of the topics to consume (matched against the whole name); topics created later join on the next metadata refresh. Exactly one of topics and topics.regex must be set.' })
+  // --- Error handling (§2.5) -----------------------------------------------------------------------
+  .define({ name: 'errors.retry.timeout', type: 'LONG', default: '0', importance: 'MEDIUM', group: G_ERRORS, width: 'MEDIUM', displayName: 'Retry Timeout for Errors',
+    doc: notYet('errors.retry.timeout', 'Total time in ms a failed conversion or transformation is retried; -1 retries forever, 0 not at all.') })
+  .define({ name: 'errors.retry.delay.max.ms', type: 'LONG', default: '60000', importance: 'MEDIUM', group: G_ERRORS, width: 'MEDIUM', displayName: 'Maximum Delay Between Retries for Errors',
+    doc: notYet('errors.retry.delay.max.ms', 'Cap of the backoff between retries, in ms (jitter is added).') })
+  .define({ name: 'errors.tolerance', type: 'STRING', default: 'none', importance: 'MEDIUM', group: G_ERRORS, width: 'SHORT', displayName: 'Error Tolerance',
+    validator: validators.oneOf(['none', 'all'], { caseInsensitive: true }),
+    doc: 'none: a record that cannot be decoded or written to its table fails the task; all: it is skipped and counted (and logged with errors.log.enable). Infrastructure errors are retried, never tolerated.' })
+  .define({ name: 'errors.log.enable', type: 'BOOLEAN', default: 'false', importance: 'MEDIUM', group: G_ERRORS, width: 'SHORT', displayName: 'Log Errors',
+    doc: 'Log each tolerated error with its topic, partition and offset.' })
+  .define({ name: 'errors.log.include.messages', type: 'BOOLEAN', default: 'false', importance: 'MEDIUM', group: G_ERRORS, width: 'SHORT', displayName: 'Log Error Details',
+    doc: notYet('errors.log.include.messages', 'Also log the record\'s key, value and headers (may be sensitive).') })
+  .define({ name: 'errors.deadletterqueue.topic.name', type: 'STRING', default: '', importance: 'MEDIUM', group: G_ERRORS, width: 'MEDIUM', displayName: 'Dead Letter Queue Topic Name',
+    doc: notYet('errors.deadletterqueue.topic.name', 'Topic that receives the raw bytes of records that failed conversion or transformation (with errors.tolerance=all). Empty: no dead-letter queue.') })
+  .define({ name: 'errors.deadletterqueue.topic.replication.factor', type: 'SHORT', default: '3', importance: 'MEDIUM', group: G_ERRORS, width: 'MEDIUM', displayName: 'Dead Letter Queue Topic Replication Factor',
+    doc: notYet('errors.deadletterqueue.topic.replication.factor', 'Replication factor used when the dead-letter queue topic is created (1 partition); -1 takes the broker default.') })
+  .define({ name: 'errors.deadletterqueue.context.headers.enable', type: 'BOOLEAN', default: 'false', importance: 'MEDIUM', group: G_ERRORS, width: 'MEDIUM', displayName: 'Enable Error Context Headers',
+    doc: notYet('errors.deadletterqueue.context.headers.enable', 'Add the `__connect.errors.*` headers (topic, partition, offset, stage, exception) to dead-letter records.') })
+  // --- Apache Iceberg sink: tables and routing (§2.9) -----------------------------------------------
+  .define({ name: 'iceberg.tables', type: 'LIST', default: null, importance: 'HIGH', group: G_TABLES, validator: tableNameValidator,
+    doc: 'Comma-separated destination tables (`namespace.table`). Required unless iceberg.tables.dynamic-enabled is true; cannot be combined with it. Without a route field every record goes to every table listed.' })
+  .define({ name: 'iceberg.tables.dynamic-enabled', type: 'BOOLEAN', default: 'false', importance: 'MEDIUM', group: G_TABLES,
+    doc: 'Route each record to the table named by the value of iceberg.tables.route-field.' })
+  .define({ name: 'iceberg.tables.route-field', type: 'STRING', default: null, importance: 'MEDIUM', group: G_TABLES,
+    doc: 'Record field used for routing (dotted for nested fields). Required with dynamic routing; with static tables it is matched against each table\'s iceberg.table.<table>.route-regex.' })
+  .define({ name: 'iceberg.tables.default-commit-branch', type: 'STRING', default: null, importance: 'MEDIUM', group: G_TABLES, defaultDoc: 'null (main)',
+    doc: notYet('iceberg.tables.default-commit-branch', 'Branch commits go to, unless a table sets iceberg.table.<table>.commit-branch.') })
+  .define({ name: 'iceberg.tables.default-id-columns', type: 'STRING', default: null, importance: 'MEDIUM', group: G_TABLES,
+    doc: notYet('iceberg.tables.default-id-columns', 'Comma-separated identifier (primary key) columns of auto-created tables, unless a table sets iceberg.table.<table>.id-columns.') })
+  .define({ name: 'iceberg.tables.default-partition-by', type: 'STRING', default: null, importance: 'MEDIUM', group: G_TABLES, validator: partitionByValidator,
+    doc: 'Partition spec of auto-created tables, e.g. `bucket(id, 16), day(ts)` (commas inside parentheses do not split), unless a table sets iceberg.table.<table>.partition-by. Terms: `col`, `identity(col)`, `year|month|day|hour(col)` (plural forms too), `bucket(col, N)`, `truncate(col, W)`. An invalid spec is an error, never an unpartitioned table.' })
+  .define({ name: 'iceberg.tables.auto-create-enabled', type: 'BOOLEAN', default: 'false', importance: 'MEDIUM', group: G_TABLES,
+    doc: 'Create a missing destination table from the record\'s schema (Avro/Protobuf/JSON schema → Iceberg types).' })
+  .define({ name: 'iceberg.tables.evolve-schema-enabled', type: 'BOOLEAN', default: 'false', importance: 'MEDIUM', group: G_TABLES,
+    doc: 'Add missing columns and widen types (int→long, float→double, decimal precision) when records carry a newer schema.' })
+  .define({ name: 'iceberg.tables.schema-force-optional', type: 'BOOLEAN', default: 'false', importance: 'LOW', group: G_TABLES,
+    doc: 'Make every column optional when a table is created or evolved.' })
+  .define({ name: 'iceberg.tables.schema-case-insensitive', type: 'BOOLEAN', default: 'false', importance: 'LOW', group: G_TABLES,
+    doc: 'Match record fields to table columns case-insensitively.' })
+  .definePrefix({ prefix: 'iceberg.tables.auto-create-props.', group: G_TABLES,
+    doc: 'Table properties set on auto-created tables, e.g. `iceberg.tables.auto-create-props.format-version=2`.' })
+  .definePrefix({ prefix: 'iceberg.tables.write-props.', group: G_TABLES,
+    doc: 'Writer properties (`write.target-file-size-bytes`, `write.parquet.compression-codec`, ...); they take precedence over the table\'s own properties.' })
+  .definePrefix({ prefix: 'iceberg.table.', group: G_TABLES, pattern: 'iceberg.table.<table>.{commit-branch,id-columns,partition-by,route-regex}',
+    doc: 'Per-table settings, the table named as in iceberg.tables (`iceberg.table.db.orders.partition-by`): partition-by overrides iceberg.tables.default-partition-by; route-regex sends a record to this table when the route field\'s value matches the whole regex (static fan-out). commit-branch and id-columns are not supported yet, like their iceberg.tables.default-* keys: any value but main (commit-branch) or empty (id-columns) fails validation.' })
+  // --- Apache Iceberg sink: control topic and commits (§2.9) ----------------------------------------
+  .define({ name: 'iceberg.control.topic', type: 'STRING', default: 'control-iceberg', importance: 'MEDIUM', group: G_CONTROL, validator: validators.nonEmpty(),
+    doc: 'Topic that carries the file announcements of every commit cycle (created if missing, see icefloe.control.topic.*). Give each connector its own, or share one: announcements carry the connector\'s group id.' })
+  .define({ name: 'iceberg.control.group-id-prefix', type: 'STRING', default: 'cg-control-', importance: 'LOW', group: G_CONTROL,
+    doc: 'Prefix of the Java sink\'s transient control-topic consumer groups. Accepted for compatibility; Icefloe\'s committer reads the control topic by assignment and keeps its positions in the table snapshots, so it creates no such groups.' })
+  .define({ name: 'iceberg.connect.group-id', type: 'STRING', default: null, importance: 'LOW', group: G_CONTROL, defaultDoc: 'null (connect-<name>)',
+    doc: 'The Connect consumer group whose offsets the tasks commit: connect-<name>, or consumer.override.group.id when set. Should not be set under normal conditions; if set it must equal that group.' })
+  .define({ name: 'iceberg.control.commit.interval-ms', type: 'INT', default: '300000', importance: 'MEDIUM', group: G_CONTROL, validator: validators.range(1),
+    doc: 'Commit cycle interval in ms: at most this long after a cycle starts, tasks announce their files and the committer commits them (see also icefloe.commit.max-bytes and icefloe.commit.max-records).' })
+  .define({ name: 'iceberg.control.commit.timeout-ms', type: 'INT', default: '30000', importance: 'MEDIUM', group: G_CONTROL, validator: validators.range(1),
+    doc: 'How long the Java sink\'s coordinator waits for every task\'s files before committing what has arrived. Accepted for compatibility; no effect: Icefloe\'s committer never waits for all tasks, it commits each announcement once it is read, and a task that announces later is in the next commit, never lost.' })
+  .define({ name: 'iceberg.control.commit.threads', type: 'INT', default: null, importance: 'LOW', group: G_CONTROL, defaultDoc: 'null (one table at a time)',
+    doc: notYet('iceberg.control.commit.threads', 'How many tables one committer commits concurrently.') })
+  .define({ name: 'iceberg.control.commit.max-consecutive-failures', type: 'INT', default: '1', importance: 'LOW', group: G_CONTROL,
+    doc: notYet('iceberg.control.commit.max-consecutive-failures', 'The Java sink\'s coordinator stops after this many consecutive failed commits.') })
+  .define({ name: 'iceberg.coordinator-executor-keep-alive-timeout-ms', type: 'LONG', default: '120000', importance: 'LOW', group: G_CONTROL, validator: validators.range(0),
+    doc: 'Keep-alive of the Java coordinator\'s commit threads. Accepted for compatibility; Icefloe has no thread pool to keep alive.' })
+  .define({ name: 'iceberg.coordinator.transactional.prefix', type: 'STRING', default: '', importance: 'LOW', group: G_CONTROL,
+    doc: 'Prefix of the tasks\' Kafka `transactional.id`s (`<prefix><connector>-<task>`), for brokers whose ACLs constrain transactional ids.' })
+  // --- Apache Iceberg sink: catalog and clients (§2.9) ----------------------------------------------
+  .define({ name: 'iceberg.catalog', type: 'STRING', default: 'iceberg', importance: 'HIGH', group: G_CATALOG, validator: validators.nonEmpty(),
+    doc: 'Catalog name (for logs and the SQL catalog\'s catalog_name column).' })
+  .definePrefix({ prefix: 'iceberg.catalog.', group: G_CATALOG,
+    doc: 'Catalog properties, at least one required ("Must specify Iceberg catalog properties") unless the worker provides a default catalog: `type` (rest, or sql/jdbc for a JDBC catalog on SQLite or PostgreSQL), `uri`, `warehouse`, `credential`/`token` (secrets), `s3.endpoint`, `s3.path-style-access`, `s3.access-key-id`, `s3.secret-access-key`, `client.region`, `header.*`, `jdbc.user`/`jdbc.password`. Keys containing secret, password, token or credential are redacted in logs and status.' })
+  .define({ name: 'iceberg.hadoop-conf-dir', type: 'STRING', default: null, importance: 'LOW', group: G_CATALOG,
+    doc: 'Directory of Hadoop XML files. Accepted for compatibility and ignored: Icefloe has no Hadoop FileIO.' })
+  .definePrefix({ prefix: 'iceberg.hadoop.', group: G_CATALOG, doc: 'Hadoop configuration overrides. Accepted for compatibility and ignored.' })
+  .definePrefix({ prefix: 'iceberg.kafka.', group: G_CONTROL,
+    doc: 'Kafka client settings for the control-topic producer, consumer and admin, layered over the worker\'s client settings (e.g. `iceberg.kafka.security.protocol`).' })
+  // --- Connect client overrides (§2.6) and converter / SMT settings (§2.3–2.4) ----------------------
+  .definePrefix({ prefix: 'consumer.override.', group: G_COMMON,
+    doc: 'Settings for the task consumer (e.g. `max.poll.records`, `auto.offset.reset`, `group.id`, `sasl.jaas.config`). `enable.auto.commit` cannot be turned on: offsets are committed in the commit cycle\'s transaction.' })
+  .definePrefix({ prefix: 'producer.override.', group: G_COMMON, doc: 'Settings for the task\'s transactional producer (control topic).' })
+  .definePrefix({ prefix: 'admin.override.', group: G_COMMON, doc: 'Settings for the admin client (control topic creation, offsets).' })
+  .definePrefix({ prefix: 'key.converter.', group: G_COMMON, doc: 'Settings of the connector\'s key converter (only when key.converter is set here).' })
+  .definePrefix({ prefix: 'value.converter.', group: G_COMMON,
+    doc: 'Settings of the connector\'s value converter (only when value.converter is set here): `schema.registry.url`, `basic.auth.credentials.source`, `basic.auth.user.info`, `schemas.enable`, `decimal.format`.' })
+  .definePrefix({ prefix: 'header.converter.', group: G_COMMON, doc: notYet('header.converter.', 'Settings of the connector\'s header converter.') })
+  .definePrefix({ prefix: 'transforms.', group: G_COMMON, pattern: 'transforms.<alias>.*', doc: notYet('transforms.', 'Each transformation: `type` (class), `predicate`, `negate` and the SMT\'s own settings.') })
+  .definePrefix({ prefix: 'predicates.', group: G_COMMON, pattern: 'predicates.<alias>.*', doc: notYet('predicates.', 'Each predicate: `type` (class) and its settings.') })
+  // --- Icefloe's own keys ----------------------------------------------------------------------------
+  .define({ name: 'icefloe.commit.max-bytes', type: 'LONG', default: null, importance: 'MEDIUM', group: G_ICEFLOE, validator: validators.range(1), defaultDoc: 'null (no byte trigger)',
+    doc: 'Start a commit cycle early once a task has consumed this many bytes of record keys and values since the last one. Cycles still start at least every iceberg.control.commit.interval-ms.' })
+  .define({ name: 'icefloe.commit.max-records', type: 'LONG', default: null, importance: 'MEDIUM', group: G_ICEFLOE, validator: validators.range(1), defaultDoc: 'null (no record trigger)',
+    doc: 'Start a commit cycle early once a task has consumed this many records since the last one.' })
+  .define({ name: 'icefloe.tables.unrouted', type: 'STRING', default: 'fail', importance: 'MEDIUM', group: G_ICEFLOE, validator: validators.oneOf(['fail', 'skip']),
+    doc: 'What happens to a record that routes to no table (no route-regex matches, a null route field, an unknown table with auto-create off): fail the task with the reason, or skip it and count it in the `records-unrouted` metric. Never dropped silently. (Sending it to the dead-letter queue comes later.)' })
+  .define({ name: 'icefloe.tables.kafka-metadata-columns', type: 'LIST', default: '', importance: 'LOW', group: G_ICEFLOE, validator: validators.listOf(KAFKA_METADATA_COLUMNS),
+    doc: 'Kafka metadata to write as extra columns of every table: any of topic (string), partition (int), offset (long), timestamp (timestamptz), key (binary), headers (map<string, binary>). Empty: none.' })
+  .define({ name: 'icefloe.tables.kafka-metadata-prefix', type: 'STRING', default: '_kafka_metadata_', importance: 'LOW', group: G_ICEFLOE,
+    validator: validators.matches(/^[A-Za-z_][A-Za-z0-9_]*$/, 'a column name prefix (letters, digits, underscore)'),
+    doc: 'Prefix of the metadata column names (`_kafka_metadata_offset`); the default matches the flat names of Iceberg\'s KafkaMetadataTransform.' })
+  .define({ name: 'icefloe.control.topic.partitions', type: 'INT', default: '1', importance: 'LOW', group: G_ICEFLOE, validator: validators.range(1),
+    doc: 'Partitions of the control topic when Icefloe creates it.' })
+  .define({ name: 'icefloe.control.topic.replication.factor', type: 'SHORT', default: '-1', importance: 'LOW', group: G_ICEFLOE,
+    validator: validators.custom('-1 or at least 1', (v) => (v === 0 || (typeof v === 'number' && v < -1) ? 'Value must be -1 (broker default) or at least 1' : undefined)),
+    doc: 'Replication factor of the control topic when Icefloe creates it; -1 takes the broker default.' })
+  .define({ name: 'icefloe.control.topic.retention-ms', type: 'LONG', default: String(7 * DAY_MS), importance: 'MEDIUM', group: G_ICEFLOE,
+    validator: validators.custom('-1 or at least 3600000', (v) => (typeof v === 'number' && v !== -1 && v < 3_600_000 ? 'Value must be -1 (unlimited) or at least 3600000 (1 hour)' : undefined)),
+    doc: 'Retention of the control topic when Icefloe creates it (default 7 days). Announcements not yet committed must outlive any committer outage, so keep it long; Icefloe warns when the oldest unapplied announcement nears it.' })
+  .define({ name: 'icefloe.control.topic.auto-create', type: 'BOOLEAN', default: 'true', importance: 'LOW', group: G_ICEFLOE,
+    doc: 'Create the control topic (compaction off, the partitions, replication and retention above) when it does not exist. Off: a missing control topic fails the connector.' });
