@@ -19,7 +19,8 @@ export {
   tableMetadataFromJson,
 } from '../iceberg/metadata.ts';
 export type { Snapshot, SnapshotRef, SortOrder, TableMetadata } from '../iceberg/metadata.ts';
-export { commitUpdates, requirementToJson, updateToJson } from '../iceberg/updates.ts';
+export { commitUpdates } from '../iceberg/apply-updates.ts';
+export { requirementToJson, updateToJson } from '../iceberg/updates.ts';
 export type { TableRequirement, TableUpdate } from '../iceberg/updates.ts';
 export { partitionSpecToJson, unpartitionedSpec } from '../iceberg/partition-spec.ts';
 export type { PartitionSpec } from '../iceberg/partition-spec.ts';

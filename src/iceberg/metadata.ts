@@ -6,7 +6,7 @@
  * reads applied control positions), Java's snapshot id derivation from a random UUID, and
  * `newTableMetadata` (what a Java/REST catalog builds on create, needed by the SQL catalog).
  *
- * Owns: the document shape and read-only queries over it. Changes go through updates.ts `applyUpdates`.
+ * Owns: the document shape and read-only queries over it. Changes go through apply-updates.ts `applyUpdates`.
  * Must not: do I/O, read the clock (callers pass `nowMs`), or generate randomness (callers pass UUIDs).
  *
  * Timestamps (`*-ms`) are numbers (ms since epoch fits 2^53); ids and sequence numbers are bigint.

@@ -17,7 +17,8 @@ import { newTableMetadata, tableMetadataToJson } from '../../src/iceberg/metadat
 import type { TableMetadata } from '../../src/iceberg/metadata.ts';
 import { partitionSpecFromJson } from '../../src/iceberg/partition-spec.ts';
 import { schemaFromJson } from '../../src/iceberg/schema.ts';
-import { commitRequestFromJson, commitUpdates } from '../../src/iceberg/updates.ts';
+import { commitUpdates } from '../../src/iceberg/apply-updates.ts';
+import { commitRequestFromJson } from '../../src/iceberg/updates.ts';
 
 export interface RecordedRequest {
   method: string;

@@ -4,7 +4,7 @@ import { readFileSync } from 'node:fs';
 import { applySchemaChanges, diffSchemas, evolveTableSchema, isPromotionAllowed, unionByName } from '../../../src/iceberg/evolution.ts';
 import { currentSchema, tableMetadataFromJson } from '../../../src/iceberg/metadata.ts';
 import { indexFields, SchemaIndex } from '../../../src/iceberg/schema.ts';
-import { applyUpdates, checkRequirements } from '../../../src/iceberg/updates.ts';
+import { applyUpdates, checkRequirements } from '../../../src/iceberg/apply-updates.ts';
 import type { NestedField, Schema } from '../../../src/iceberg/types.ts';
 
 const table: Schema = {

@@ -4,12 +4,10 @@ import { readFileSync } from 'node:fs';
 import { parseJson, stringifyJson } from '../../../src/core/json.ts';
 import { CommitConflictError, ConfigError } from '../../../src/core/errors.ts';
 import { currentSchema, serializeTableMetadata, tableMetadataFromJson, type Snapshot, type TableMetadata } from '../../../src/iceberg/metadata.ts';
+import { applyUpdates, checkRequirements, commitUpdates } from '../../../src/iceberg/apply-updates.ts';
 import {
-  applyUpdates,
-  checkRequirements,
   commitRequestFromJson,
   commitRequestToJson,
-  commitUpdates,
   requirementFromJson,
   requirementToJson,
   updateFromJson,
