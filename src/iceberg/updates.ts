@@ -9,15 +9,8 @@
  */
 import { ConfigError } from '../core/errors.ts';
 import { asArray, asObject, optInt, optLong, reqInt, reqLong, reqString, stringMap, type JsonObject } from './json-util.ts';
-import {
-  snapshotFromJson,
-  snapshotToJson,
-  sortOrderFromJson,
-  sortOrderToJson,
-  type Snapshot,
-  type SnapshotRef,
-  type SortOrder,
-} from './metadata.ts';
+import type { Snapshot, SnapshotRef, SortOrder } from './metadata.ts';
+import { snapshotFromJson, snapshotToJson, sortOrderFromJson, sortOrderToJson } from './metadata-json.ts';
 import { partitionSpecFromJson, partitionSpecToJson, type PartitionSpec } from './partition-spec.ts';
 import { schemaFromJson, schemaToJson } from './schema.ts';
 import type { Schema } from './types.ts';
