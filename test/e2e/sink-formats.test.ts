@@ -17,7 +17,8 @@
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { OrderGenerator, orderPlainJson } from '../../src/generate/orders.ts';
+import { orderPlainJson } from '../../src/generate/order-encodings.ts';
+import { OrderGenerator } from '../../src/generate/orders.ts';
 import type { OrderEvent, SchemaVersion } from '../../src/generate/orders.ts';
 import { assertExactlyOnce, duckdbCount } from '../helpers/exactly-once.ts';
 import type { Coordinates } from '../helpers/exactly-once.ts';
