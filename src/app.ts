@@ -33,7 +33,7 @@ import { PostgresDriver } from './commit/sql/postgres.ts';
 import { SqliteDriver } from './commit/sql/sqlite.ts';
 import { LocalObjectStore } from './upload/local/store.ts';
 import type { ObjectStore } from './upload/port.ts';
-import { SchemeRouterStore } from './upload/router.ts';
+import { SchemeRouterStore } from './upload/scheme-router.ts';
 import { S3ObjectStore } from './upload/s3/store.ts';
 import { ConnectorCommitter } from './coordinate/committer.ts';
 import { armCrashPoints } from './core/crash-points.ts';

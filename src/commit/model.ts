@@ -1,7 +1,7 @@
 /**
  * The Iceberg model as commit/ sees it: the one module in this folder that imports src/iceberg/, so that
- * the catalogs and the committer depend on one short list of names (metadata.ts, updates.ts,
- * partition-spec.ts, schema.ts), plus the one helper the model does not have.
+ * the catalogs and the committer depend on one short list of names (metadata.ts, metadata-json.ts,
+ * updates.ts, apply-updates.ts, partition-spec.ts, schema.ts), plus the one helper the model does not have.
  */
 import { MAIN_BRANCH } from '../iceberg/metadata.ts';
 import type { TableMetadata } from '../iceberg/metadata.ts';
@@ -13,13 +13,12 @@ export {
   metadataFilePath,
   newTableMetadata,
   parseMetadataVersion,
-  serializeTableMetadata,
   snapshotById,
-  sortOrderToJson,
-  tableMetadataFromJson,
 } from '../iceberg/metadata.ts';
+export { serializeTableMetadata, sortOrderToJson, tableMetadataFromJson } from '../iceberg/metadata-json.ts';
 export type { Snapshot, SnapshotRef, SortOrder, TableMetadata } from '../iceberg/metadata.ts';
-export { commitUpdates, requirementToJson, updateToJson } from '../iceberg/updates.ts';
+export { commitUpdates } from '../iceberg/apply-updates.ts';
+export { requirementToJson, updateToJson } from '../iceberg/updates.ts';
 export type { TableRequirement, TableUpdate } from '../iceberg/updates.ts';
 export { partitionSpecToJson, unpartitionedSpec } from '../iceberg/partition-spec.ts';
 export type { PartitionSpec } from '../iceberg/partition-spec.ts';

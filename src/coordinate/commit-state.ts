@@ -23,20 +23,7 @@
  *   included), so a committer that restarts from the same stored positions over the same records
  *   recomputes the same id, and commitWithRetry's ancestry lookup finds a commit that already landed.
  *
- * Watermark (`icefloe.valid-through-ts`), precisely. Assumption: record timestamps are non-decreasing
- * within a source partition (LogAppendTime, or CreateTime from well-behaved producers). Meaning: every
- * record routed to this table with timestamp <= W is in the table. For one commit:
- * - A source partition has pending data if the commit includes records of it for this table; its bound is
- *   the largest `maxTimestampMs` of those spans (unknown if none carries one).
- * - A source partition with no records for this table in the commit does not hold W back if its latest
- *   `cycle-complete` report (largest next offset) says `caughtUp` — idle, or busy only with other tables.
- *   If that report says it was lagging, its bound is the report's `maxTimestampMs` (what was consumed so
- *   far): its unread records may be older than the other partitions' data. Partitions never reported do
- *   not hold it back.
- * - W advances to min(bounds) only if every applied announcement's cycle has its `cycle-complete` among
- *   the records read (the cycle is whole), no announcement for this table is left waiting, and every bound
- *   is known; otherwise the previous W is carried forward. W never regresses (max with the stored value):
- *   the previous claim stays true as data is only added.
+ * The commit's watermark (`icefloe.valid-through-ts`) follows the rules in watermark.ts.
  *
  * Owns: the decision. Must not: do I/O, read a clock, or talk to Kafka or a catalog (the caller reads,
  * checks file existence and commits; see `isPlanCurrent` for the re-check inside commitWithRetry's build).
@@ -48,7 +35,8 @@ import type { TableMetadata } from '../iceberg/metadata.ts';
 import { commitIdPrefix, positionsSummary, sourceOffsetsKey, VALID_THROUGH_TS_KEY } from './control-positions.ts';
 import type { ControlIdentity, ControlPositions, PositionsRead } from './control-positions.ts';
 import { decodeControlEvent, reassembleAnnouncement, sameTable, tableRefString } from './events.ts';
-import type { Announcement, AnnouncementPart, ControlEvent, CycleComplete, PartitionAssignment, SourceSpan, TableRef } from './events.ts';
+import type { Announcement, AnnouncementPart, ControlEvent, CycleComplete, SourceSpan, TableRef } from './events.ts';
+import { commitWatermark, sourceKey } from './watermark.ts';
 
 /** One record read from the control topic (read_committed), decoded or not. */
 export type ControlRecordRead = {
@@ -171,11 +159,6 @@ export function isPlanCurrent(plan: TablePlan, read: PositionsRead): boolean {
 
 // ---------------------------------------------------------------------------------------------------
 
-interface Group {
-  readonly partition: number;
-  readonly parts: { readonly offset: bigint; readonly timestampMs?: number; readonly part: AnnouncementPart }[];
-}
-
 interface Blocker {
   readonly partition: number;
   readonly offset: bigint;
@@ -183,8 +166,6 @@ interface Blocker {
   readonly kind: 'stop' | 'wait';
   readonly reason?: StopReason;
 }
-
-const sourceKey = (topic: string, partition: number): string => `${topic}/${partition}`;
 
 function stop(code: StopCode, message: string, where: { partition?: number; offset?: bigint }, context: Record<string, unknown> = {}): StopReason {
   return { code, message, ...where, context };
@@ -227,11 +208,9 @@ function positionsStop(read: PositionsRead, table: string): StopReason | undefin
 
 /** Plans one commit of one table. Pure: same input, same plan. */
 export function planTableCommit(input: TableCommitInput): TablePlan {
-  const { connector, table, metadata: md } = input;
-  const tableName = tableRefString(table);
+  const tableName = tableRefString(input.table);
   const base: ControlPositions =
     input.positions.kind === 'positions' || input.positions.kind === 'identity-mismatch' ? input.positions.positions : new Map();
-  const prevWatermark = input.positions.kind === 'positions' ? input.positions.validThroughTs : undefined;
   const stopped = (reason: StopReason, oldest?: number): TablePlan => ({
     kind: 'stopped',
     reason,
@@ -240,38 +219,98 @@ export function planTableCommit(input: TableCommitInput): TablePlan {
     ...(oldest === undefined ? {} : { oldestUnappliedAgeMs: Math.max(0, input.nowMs - oldest) }),
   });
 
-  const positionProblem = positionsStop(input.positions, tableName);
+  const positionProblem = positionsStop(input.positions, tableName) ?? lostRecordsStop(base, input.logStartOffsets, tableName);
   if (positionProblem !== undefined) return stopped(positionProblem);
+
+  const byPartition = recordsByPartition(input.records, base);
+  const { groups, blockers, cycleCompletes } = groupAnnouncements(byPartition, input, tableName);
+  const candidates = validateAnnouncements(groups, byPartition, input, tableName, blockers);
+
+  // Any announcement that cannot be applied stops the table (nothing committed, positions stay put).
+  const firstStop = blockers
+    .filter((b) => b.kind === 'stop')
+    .sort((x, y) => x.partition - y.partition || compareOffsets(x.offset, y.offset))[0];
+  if (firstStop?.reason !== undefined) return stopped(firstStop.reason, oldestTimestamp(groups));
+
+  const included = includedAnnouncements(candidates, blockers);
+  const includedSet = new Set(included.map((c) => c.group));
+  const notIncluded = groups.filter((g) => !includedSet.has(g));
+  const oldest = oldestTimestamp(notIncluded);
+  const common: PlanCommon = { basePositions: base, ...(oldest === undefined ? {} : { oldestUnappliedAgeMs: Math.max(0, input.nowMs - oldest) }) };
+
+  const duplicate = duplicateFileStop(included, tableName);
+  if (duplicate !== undefined) return stopped(duplicate, oldest);
+
+  if (included.length === 0) return { kind: 'nothing', positions: base, waiting: notIncluded.length, ...common };
+  return commitPlan(input, base, included, notIncluded.length, cycleCompletes, common);
+}
+
+/** An announcement's parts as read: one task's cycle for this table on one control partition. */
+interface Group {
+  readonly partition: number;
+  readonly parts: { readonly offset: bigint; readonly timestampMs?: number; readonly part: AnnouncementPart }[];
+}
+
+/** A whole, valid announcement that may be included if nothing before it on its partition waits. */
+interface Candidate {
+  readonly group: Group;
+  readonly announcement: Announcement;
+}
+
+interface CycleCompleteRead {
+  readonly partition: number;
+  readonly offset: bigint;
+  readonly event: CycleComplete;
+}
+
+const compareOffsets = (a: bigint, b: bigint): number => (a < b ? -1 : a > b ? 1 : 0);
+const firstOffsetOf = (g: Group): bigint => g.parts[0]?.offset ?? 0n;
+const lastOffsetOf = (g: Group): bigint => g.parts[g.parts.length - 1]?.offset ?? 0n;
+
+/** A stored position below its control partition's log start: announcements never applied were deleted. */
+function lostRecordsStop(base: ControlPositions, logStartOffsets: ReadonlyMap<number, bigint> | undefined, table: string): StopReason | undefined {
   for (const [p, pos] of base) {
-    const start = input.logStartOffsets?.get(p);
+    const start = logStartOffsets?.get(p);
     if (start !== undefined && pos < start) {
-      return stopped(
-        stop('control-records-lost', `${tableName}: control partition ${p} starts at ${start} but this table has applied only up to ${pos}: unapplied announcements were deleted by retention`, { partition: p, offset: pos }, {
-          logStartOffset: start,
-        }),
-      );
+      return stop('control-records-lost', `${table}: control partition ${p} starts at ${start} but this table has applied only up to ${pos}: unapplied announcements were deleted by retention`, { partition: p, offset: pos }, {
+        logStartOffset: start,
+      });
     }
   }
+  return undefined;
+}
 
-  // Records per control partition, in offset order, at or after the stored position, deduplicated.
+/** Records per control partition, in offset order, at or after the stored position, deduplicated. */
+function recordsByPartition(records: readonly ControlRecordRead[], base: ControlPositions): Map<number, ControlRecordRead[]> {
   const byPartition = new Map<number, ControlRecordRead[]>();
-  for (const r of input.records) {
+  for (const r of records) {
     if (r.offset < (base.get(r.partition) ?? 0n)) continue;
     let list = byPartition.get(r.partition);
     if (list === undefined) byPartition.set(r.partition, (list = []));
     list.push(r);
   }
   for (const [p, list] of byPartition) {
-    list.sort((a, b) => (a.offset < b.offset ? -1 : a.offset > b.offset ? 1 : 0));
+    list.sort((a, b) => compareOffsets(a.offset, b.offset));
     byPartition.set(
       p,
       list.filter((r, i) => i === 0 || list[i - 1]?.offset !== r.offset),
     );
   }
+  return byPartition;
+}
 
+/**
+ * Walks the records partition by partition: this connector's announcement parts for this table grouped by
+ * (task, cycle), its cycle-complete events, and an undecodable record as a stop blocker.
+ */
+function groupAnnouncements(
+  byPartition: ReadonlyMap<number, readonly ControlRecordRead[]>,
+  input: Pick<TableCommitInput, 'connector' | 'table'>,
+  tableName: string,
+): { groups: Group[]; blockers: Blocker[]; cycleCompletes: CycleCompleteRead[] } {
   const blockers: Blocker[] = [];
   const groups: Group[] = [];
-  const cycleCompletes: { partition: number; offset: bigint; event: CycleComplete }[] = [];
+  const cycleCompletes: CycleCompleteRead[] = [];
   for (const [partition, list] of [...byPartition].sort((a, b) => a[0] - b[0])) {
     const open = new Map<string, Group>();
     for (const r of list) {
@@ -285,12 +324,12 @@ export function planTableCommit(input: TableCommitInput): TablePlan {
         continue;
       }
       const e = r.event;
-      if (e.connector !== connector) continue;
+      if (e.connector !== input.connector) continue;
       if (e.type === 'cycle-complete') {
         cycleCompletes.push({ partition, offset: r.offset, event: e });
         continue;
       }
-      if (!sameTable(e.table, table)) continue;
+      if (!sameTable(e.table, input.table)) continue;
       const key = `${e.taskId}\u0000${e.cycleId}`;
       let g = open.get(key);
       if (g === undefined) {
@@ -301,78 +340,107 @@ export function planTableCommit(input: TableCommitInput): TablePlan {
       g.parts.push({ offset: r.offset, ...(r.timestampMs === undefined ? {} : { timestampMs: r.timestampMs }), part: e });
     }
   }
+  return { groups, blockers, cycleCompletes };
+}
 
-  // Validate each announcement; a valid complete one is a candidate, anything else a blocker at its first part.
-  const candidates: { group: Group; announcement: Announcement }[] = [];
-  const schemaIds = new Set(md.schemas.map((s) => s.schemaId));
-  const specIds = new Set(md.partitionSpecs.map((s) => s.specId));
-  for (const g of groups) {
-    const first = g.parts[0];
-    if (first === undefined) continue;
-    const where = { partition: g.partition, offset: first.offset };
-    const what = `announcement of task ${first.part.taskId} cycle ${first.part.cycleId} at control ${g.partition}@${first.offset}`;
-    const block = (reason: StopReason): void => void blockers.push({ ...where, kind: 'stop', reason });
-    const indices = g.parts.map((p) => p.part.part);
-    if (indices.some((v, i) => i > 0 && v <= (indices[i - 1] ?? -1))) {
-      block(stop('inconsistent-parts', `${tableName}: ${what}: parts are not in order or repeat (${indices.join(', ')})`, where, { indices }));
-      continue;
-    }
-    const re = reassembleAnnouncement(g.parts.map((p) => p.part));
-    if (re.kind === 'inconsistent') {
-      block(stop('inconsistent-parts', `${tableName}: ${what}: ${re.message}`, where));
-      continue;
-    }
-    if (re.kind === 'incomplete') {
-      const lastOffset = g.parts[g.parts.length - 1]?.offset ?? first.offset;
-      const maxPresent = Math.max(...indices);
-      const laterFromTask = (byPartition.get(g.partition) ?? []).some(
-        (r) => r.offset > lastOffset && 'event' in r && r.event.connector === connector && r.event.taskId === first.part.taskId,
-      );
-      if (re.missing.some((m) => m < maxPresent) || laterFromTask) {
-        block(
-          stop('part-missing', `${tableName}: ${what}: part(s) ${re.missing.join(', ')} of ${re.parts} are missing from the control topic`, where, {
-            missing: re.missing,
-            parts: re.parts,
-          }),
-        );
-      } else {
-        blockers.push({ ...where, kind: 'wait' });
-      }
-      continue;
-    }
-    const a = re.announcement;
-    if (a.tableUuid !== md.tableUuid) {
-      block(stop('table-uuid-mismatch', `${tableName}: ${what} was written for table UUID ${a.tableUuid}, but the table is ${md.tableUuid} (replaced?)`, where, { announced: a.tableUuid, actual: md.tableUuid }));
-      continue;
-    }
-    if (!schemaIds.has(a.schemaId)) {
-      block(stop('unknown-schema', `${tableName}: ${what} was written with schema id ${a.schemaId}, which the table does not have`, where, { schemaId: a.schemaId }));
-      continue;
-    }
-    const badSpec = [a.specId, ...a.files.map((f) => f.specId)].find((s) => !specIds.has(s));
-    if (badSpec !== undefined) {
-      block(stop('unknown-partition-spec', `${tableName}: ${what} references partition spec id ${badSpec}, which the table does not have`, where, { specId: badSpec }));
-      continue;
-    }
-    const missing = input.isFileMissing === undefined ? undefined : a.files.find((f) => input.isFileMissing?.(f.filePath) === true);
-    if (missing !== undefined) {
-      block(stop('file-missing', `${tableName}: ${what} names ${missing.filePath}, which does not exist`, where, { path: missing.filePath }));
-      continue;
-    }
-    candidates.push({ group: g, announcement: a });
-  }
-
-  // Any announcement that cannot be applied stops the table (nothing committed, positions stay put).
-  const firstStop = blockers
-    .filter((b) => b.kind === 'stop')
-    .sort((x, y) => x.partition - y.partition || (x.offset < y.offset ? -1 : x.offset > y.offset ? 1 : 0))[0];
-  const unappliedTimes = (gs: readonly Group[]): number | undefined => {
-    const ts = gs.flatMap((g) => g.parts.flatMap((p) => (p.timestampMs === undefined ? [] : [p.timestampMs])));
-    return ts.length === 0 ? undefined : Math.min(...ts);
+/** Validates each announcement: a valid complete one is a candidate, anything else a blocker (pushed) at its first part. */
+function validateAnnouncements(
+  groups: readonly Group[],
+  byPartition: ReadonlyMap<number, readonly ControlRecordRead[]>,
+  input: TableCommitInput,
+  tableName: string,
+  blockers: Blocker[],
+): Candidate[] {
+  const candidates: Candidate[] = [];
+  const known: KnownIds = {
+    schemaIds: new Set(input.metadata.schemas.map((s) => s.schemaId)),
+    specIds: new Set(input.metadata.partitionSpecs.map((s) => s.specId)),
   };
-  if (firstStop?.reason !== undefined) return stopped(firstStop.reason, unappliedTimes(groups));
+  for (const g of groups) {
+    const checked = checkAnnouncement(g, byPartition, input, tableName, known);
+    if (checked === undefined) continue;
+    if ('group' in checked) candidates.push(checked);
+    else blockers.push(checked);
+  }
+  return candidates;
+}
 
-  // Cut each partition at its first waiting announcement; an announcement straddling the cut moves it down.
+interface KnownIds {
+  readonly schemaIds: ReadonlySet<number>;
+  readonly specIds: ReadonlySet<number>;
+}
+
+/**
+ * One group: its parts put back together and checked against the table. A blocker when the parts are out
+ * of order, repeated, inconsistent or missing for good, or when the announcement cannot be applied (table
+ * UUID, schema or spec id, a missing file); "wait" when only trailing parts are not read yet and no later
+ * record of its task proves them missing.
+ */
+function checkAnnouncement(
+  g: Group,
+  byPartition: ReadonlyMap<number, readonly ControlRecordRead[]>,
+  input: TableCommitInput,
+  tableName: string,
+  known: KnownIds,
+): Candidate | Blocker | undefined {
+  const md = input.metadata;
+  const first = g.parts[0];
+  if (first === undefined) return undefined;
+  const where = { partition: g.partition, offset: first.offset };
+  const what = `announcement of task ${first.part.taskId} cycle ${first.part.cycleId} at control ${g.partition}@${first.offset}`;
+  const block = (reason: StopReason): Blocker => ({ ...where, kind: 'stop', reason });
+  const indices = g.parts.map((p) => p.part.part);
+  if (indices.some((v, i) => i > 0 && v <= (indices[i - 1] ?? -1))) {
+    return block(stop('inconsistent-parts', `${tableName}: ${what}: parts are not in order or repeat (${indices.join(', ')})`, where, { indices }));
+  }
+  const re = reassembleAnnouncement(g.parts.map((p) => p.part));
+  if (re.kind === 'inconsistent') return block(stop('inconsistent-parts', `${tableName}: ${what}: ${re.message}`, where));
+  if (re.kind === 'incomplete') {
+    const lastOffset = g.parts[g.parts.length - 1]?.offset ?? first.offset;
+    const maxPresent = Math.max(...indices);
+    const laterFromTask = (byPartition.get(g.partition) ?? []).some(
+      (r) => r.offset > lastOffset && 'event' in r && r.event.connector === input.connector && r.event.taskId === first.part.taskId,
+    );
+    if (re.missing.some((m) => m < maxPresent) || laterFromTask) {
+      return block(
+        stop('part-missing', `${tableName}: ${what}: part(s) ${re.missing.join(', ')} of ${re.parts} are missing from the control topic`, where, {
+          missing: re.missing,
+          parts: re.parts,
+        }),
+      );
+    }
+    return { ...where, kind: 'wait' };
+  }
+  const a = re.announcement;
+  if (a.tableUuid !== md.tableUuid) {
+    return block(stop('table-uuid-mismatch', `${tableName}: ${what} was written for table UUID ${a.tableUuid}, but the table is ${md.tableUuid} (replaced?)`, where, { announced: a.tableUuid, actual: md.tableUuid }));
+  }
+  if (!known.schemaIds.has(a.schemaId)) {
+    return block(stop('unknown-schema', `${tableName}: ${what} was written with schema id ${a.schemaId}, which the table does not have`, where, { schemaId: a.schemaId }));
+  }
+  const badSpec = [a.specId, ...a.files.map((f) => f.specId)].find((s) => !known.specIds.has(s));
+  if (badSpec !== undefined) {
+    return block(stop('unknown-partition-spec', `${tableName}: ${what} references partition spec id ${badSpec}, which the table does not have`, where, { specId: badSpec }));
+  }
+  const missing = input.isFileMissing === undefined ? undefined : a.files.find((f) => input.isFileMissing?.(f.filePath) === true);
+  if (missing !== undefined) {
+    return block(stop('file-missing', `${tableName}: ${what} names ${missing.filePath}, which does not exist`, where, { path: missing.filePath }));
+  }
+  return { group: g, announcement: a };
+}
+
+/** The earliest Kafka timestamp among the groups' parts (for the retention alarm), if any carries one. */
+function oldestTimestamp(gs: readonly Group[]): number | undefined {
+  const ts = gs.flatMap((g) => g.parts.flatMap((p) => (p.timestampMs === undefined ? [] : [p.timestampMs])));
+  return ts.length === 0 ? undefined : Math.min(...ts);
+}
+
+/**
+ * The candidates below each partition's cut, in (partition, offset) order. The cut is the first blocked
+ * (waiting) announcement; an announcement straddling the cut moves it down to its first part, so every
+ * included announcement lies wholly below the new position.
+ */
+function includedAnnouncements(candidates: readonly Candidate[], blockers: readonly Blocker[]): Candidate[] {
   const cut = new Map<number, bigint>();
   for (const b of blockers) {
     const c = cut.get(b.partition);
@@ -382,50 +450,55 @@ export function planTableCommit(input: TableCommitInput): TablePlan {
     changed = false;
     for (const { group } of candidates) {
       const c = cut.get(group.partition);
-      const firstOffset = group.parts[0]?.offset ?? 0n;
-      const lastOffset = group.parts[group.parts.length - 1]?.offset ?? 0n;
-      if (c !== undefined && firstOffset < c && lastOffset >= c) {
+      const firstOffset = firstOffsetOf(group);
+      if (c !== undefined && firstOffset < c && lastOffsetOf(group) >= c) {
         cut.set(group.partition, firstOffset);
         changed = true;
       }
     }
   }
-  const included = candidates
+  return candidates
     .filter(({ group }) => {
       const c = cut.get(group.partition);
-      return c === undefined || (group.parts[group.parts.length - 1]?.offset ?? 0n) < c;
+      return c === undefined || lastOffsetOf(group) < c;
     })
-    .sort((x, y) => x.group.partition - y.group.partition || ((x.group.parts[0]?.offset ?? 0n) < (y.group.parts[0]?.offset ?? 0n) ? -1 : 1));
-  const includedSet = new Set(included.map((c) => c.group));
-  const notIncluded = groups.filter((g) => !includedSet.has(g));
-  const oldest = unappliedTimes(notIncluded);
-  const common: PlanCommon = { basePositions: base, ...(oldest === undefined ? {} : { oldestUnappliedAgeMs: Math.max(0, input.nowMs - oldest) }) };
+    .sort((x, y) => x.group.partition - y.group.partition || (firstOffsetOf(x.group) < firstOffsetOf(y.group) ? -1 : 1));
+}
 
-  // A file announced twice would be committed twice: stop instead of de-duplicating silently.
+/** A file announced twice would be committed twice: stop instead of de-duplicating silently. */
+function duplicateFileStop(included: readonly Candidate[], tableName: string): StopReason | undefined {
   const seenPaths = new Map<string, { partition: number; offset: bigint }>();
   for (const { group, announcement } of included) {
-    const at = { partition: group.partition, offset: group.parts[0]?.offset ?? 0n };
+    const at = { partition: group.partition, offset: firstOffsetOf(group) };
     for (const f of announcement.files) {
       const prior = seenPaths.get(f.filePath);
       if (prior !== undefined) {
-        return stopped(
-          stop('duplicate-file', `${tableName}: ${f.filePath} is announced at control ${prior.partition}@${prior.offset} and again at ${at.partition}@${at.offset}`, at, {
-            path: f.filePath,
-            first: prior,
-          }),
-          oldest,
-        );
+        return stop('duplicate-file', `${tableName}: ${f.filePath} is announced at control ${prior.partition}@${prior.offset} and again at ${at.partition}@${at.offset}`, at, {
+          path: f.filePath,
+          first: prior,
+        });
       }
       seenPaths.set(f.filePath, at);
     }
   }
+  return undefined;
+}
 
-  if (included.length === 0) return { kind: 'nothing', positions: base, waiting: notIncluded.length, ...common };
-
+/** The commit of the included announcements: new positions, commit id, source ranges, watermark, summary. */
+function commitPlan(
+  input: TableCommitInput,
+  base: ControlPositions,
+  included: readonly Candidate[],
+  waiting: number,
+  cycleCompletes: readonly CycleCompleteRead[],
+  common: PlanCommon,
+): TablePlan {
+  const { connector, table } = input;
+  const prevWatermark = input.positions.kind === 'positions' ? input.positions.validThroughTs : undefined;
   const ranges = new Map<number, { first: bigint; last: bigint }>();
   for (const { group } of included) {
-    const f = group.parts[0]?.offset ?? 0n;
-    const l = group.parts[group.parts.length - 1]?.offset ?? 0n;
+    const f = firstOffsetOf(group);
+    const l = lastOffsetOf(group);
     const r = ranges.get(group.partition);
     ranges.set(group.partition, r === undefined ? { first: f, last: l } : { first: r.first < f ? r.first : f, last: r.last > l ? r.last : l });
   }
@@ -433,8 +506,7 @@ export function planTableCommit(input: TableCommitInput): TablePlan {
   for (const [p, r] of ranges) positions.set(p, r.last + 1n);
 
   const sourceRanges = mergeSpans(included.flatMap((c) => c.announcement.sourceSpans));
-  const candidateWm = watermark(included, notIncluded.length > 0, cycleCompletes);
-  const validThroughTs = candidateWm === undefined ? prevWatermark : prevWatermark === undefined ? candidateWm : Math.max(prevWatermark, candidateWm);
+  const validThroughTs = commitWatermark(prevWatermark, included, waiting > 0, cycleCompletes);
 
   const summary: Record<string, string> = {
     ...positionsSummary(connector, positions, input.live),
@@ -450,7 +522,7 @@ export function planTableCommit(input: TableCommitInput): TablePlan {
     sourceRanges,
     ...(validThroughTs === undefined ? {} : { validThroughTs }),
     summary,
-    waiting: notIncluded.length,
+    waiting,
     ...common,
   };
 }
@@ -479,39 +551,4 @@ export function encodeSourceRanges(ranges: readonly SourceRange[]): string {
   const out: Record<string, Record<string, [bigint, bigint]>> = {};
   for (const r of ranges) (out[r.topic] ??= {})[String(r.partition)] = [r.firstOffset, r.lastOffset];
   return stringifyJson(out);
-}
-
-/** The candidate watermark of a commit (module header, "Watermark"), or undefined if it cannot advance. */
-function watermark(
-  included: readonly { announcement: Announcement }[],
-  anyWaiting: boolean,
-  cycleCompletes: readonly { partition: number; offset: bigint; event: CycleComplete }[],
-): number | undefined {
-  if (anyWaiting) return undefined;
-  const complete = new Set(cycleCompletes.map((c) => `${c.event.taskId}\u0000${c.event.cycleId}`));
-  if (included.some(({ announcement: a }) => !complete.has(`${a.taskId}\u0000${a.cycleId}`))) return undefined;
-  const bounds = new Map<string, number>();
-  for (const { announcement } of included) {
-    for (const s of announcement.sourceSpans) {
-      const k = sourceKey(s.topic, s.partition);
-      const prior = bounds.get(k) ?? Number.NEGATIVE_INFINITY;
-      bounds.set(k, Math.max(prior, s.maxTimestampMs ?? Number.NEGATIVE_INFINITY));
-    }
-  }
-  // Latest report per source partition: the largest next offset (then the later control record).
-  const latest = new Map<string, PartitionAssignment>();
-  for (const c of cycleCompletes) {
-    for (const a of c.event.assignments) {
-      const k = sourceKey(a.topic, a.partition);
-      const prior = latest.get(k);
-      if (prior === undefined || a.nextOffset >= prior.nextOffset) latest.set(k, a);
-    }
-  }
-  for (const [k, a] of latest) {
-    if (bounds.has(k) || a.caughtUp) continue;
-    bounds.set(k, a.maxTimestampMs ?? Number.NEGATIVE_INFINITY);
-  }
-  if (bounds.size === 0) return undefined;
-  const w = Math.min(...bounds.values());
-  return Number.isFinite(w) ? w : undefined;
 }

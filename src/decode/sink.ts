@@ -10,6 +10,7 @@
  * Must not: grow methods the write stage does not have.
  */
 
+import { physicalKind } from '../iceberg/physical.ts';
 import type { IcebergType } from '../iceberg/types.ts';
 
 /** Every column: a null (a DataError from the column when the field is required). */
@@ -104,21 +105,15 @@ export interface RecordSink {
   abortRecord(): void;
 }
 
-/** The typed column of field `id` (a table field, list element or map key/value) for its Iceberg type. */
+/** The typed column of field `id` (a table field, list element or map key/value) for its Iceberg type's physical kind. */
 export function columnFor(sink: RecordSink, target: { readonly id: number; readonly type: IcebergType }): NullableSink {
   const id = target.id;
-  switch (target.type.kind) {
+  switch (physicalKind(target.type)) {
     case 'boolean':
       return sink.boolean(id);
     case 'int':
-    case 'date':
       return sink.int(id);
     case 'long':
-    case 'time':
-    case 'timestamp':
-    case 'timestamptz':
-    case 'timestamp_ns':
-    case 'timestamptz_ns':
       return sink.long(id);
     case 'float':
       return sink.float(id);
@@ -131,7 +126,6 @@ export function columnFor(sink: RecordSink, target: { readonly id: number; reado
     case 'binary':
       return sink.binary(id);
     case 'fixed':
-    case 'uuid':
       return sink.fixed(id);
     case 'struct':
       return sink.struct(id);

@@ -13,6 +13,7 @@
  */
 import { ConfigError } from '../core/errors.ts';
 import { bigintFromBytes, bigintToMinimalBytes, copyBytes, utf8Decode, utf8Encode } from './bytes.ts';
+import { physicalKind } from './physical.ts';
 import { truncateCodePoints } from './transforms.ts';
 import { primitiveToString, type PrimitiveType, type PrimitiveValue } from './types.ts';
 
@@ -22,23 +23,17 @@ function typeError(type: PrimitiveType, v: unknown): TypeError {
 
 /** Appendix D bytes of one non-null value. Fresh bytes, exactly sized (never a view of a larger buffer). */
 export function toBoundBytes(type: PrimitiveType, value: PrimitiveValue): Uint8Array {
-  switch (type.kind) {
+  switch (physicalKind(type)) {
     case 'boolean':
       if (typeof value !== 'boolean') throw typeError(type, value);
       return Uint8Array.of(value ? 1 : 0);
-    case 'int':
-    case 'date': {
+    case 'int': {
       if (typeof value !== 'number' || !Number.isInteger(value)) throw typeError(type, value);
       const out = new Uint8Array(4);
       new DataView(out.buffer).setInt32(0, value, true);
       return out;
     }
-    case 'long':
-    case 'time':
-    case 'timestamp':
-    case 'timestamptz':
-    case 'timestamp_ns':
-    case 'timestamptz_ns': {
+    case 'long': {
       if (typeof value !== 'bigint') throw typeError(type, value);
       const out = new Uint8Array(8);
       new DataView(out.buffer).setBigInt64(0, value, true);
@@ -62,12 +57,10 @@ export function toBoundBytes(type: PrimitiveType, value: PrimitiveValue): Uint8A
     case 'string':
       if (typeof value !== 'string') throw typeError(type, value);
       return utf8Encode(value);
-    case 'uuid':
-      if (!(value instanceof Uint8Array) || value.length !== 16) throw typeError(type, value);
-      return copyBytes(value);
     case 'fixed':
     case 'binary':
-      if (!(value instanceof Uint8Array)) throw typeError(type, value);
+      // A uuid is exactly 16 bytes; the length of a fixed(L) or binary value is not checked here.
+      if (!(value instanceof Uint8Array) || (type.kind === 'uuid' && value.length !== 16)) throw typeError(type, value);
       return copyBytes(value);
   }
 }
@@ -81,20 +74,14 @@ export function fromBoundBytes(type: PrimitiveType, bytes: Uint8Array): Primitiv
   const need = (n: number): void => {
     if (bytes.length !== n) throw new TypeError(`a ${primitiveToString(type)} bound has ${n} bytes, got ${bytes.length}`);
   };
-  switch (type.kind) {
+  switch (physicalKind(type)) {
     case 'boolean':
       need(1);
       return bytes[0] !== 0;
     case 'int':
-    case 'date':
       need(4);
       return dv.getInt32(0, true);
     case 'long':
-    case 'time':
-    case 'timestamp':
-    case 'timestamptz':
-    case 'timestamp_ns':
-    case 'timestamptz_ns':
       if (bytes.length === 4) return BigInt(dv.getInt32(0, true));
       need(8);
       return dv.getBigInt64(0, true);
@@ -109,11 +96,9 @@ export function fromBoundBytes(type: PrimitiveType, bytes: Uint8Array): Primitiv
       return bigintFromBytes(bytes);
     case 'string':
       return utf8Decode(bytes);
-    case 'uuid':
-      need(16);
-      return copyBytes(bytes);
     case 'fixed':
     case 'binary':
+      if (type.kind === 'uuid') need(16);
       return copyBytes(bytes);
   }
 }

@@ -61,137 +61,192 @@ function reject(path: string, message: string): ConfigError {
  * `schemaId` unless `newSchemaId` is given.
  */
 export function applySchemaChanges(schema: Schema, changes: readonly SchemaChange[], lastColumnId: number, newSchemaId: number = schema.schemaId): AppliedChanges {
-  const index = new SchemaIndex(schema);
-  let last = lastColumnId;
-  const nextId = (): number => ++last;
-  const pathOf = (id: number): string => index.columnName(id) ?? `#${id}`;
+  const pending = new PendingChanges(schema, lastColumnId);
+  for (const c of changes) pending.apply(c);
+  return pending.result(newSchemaId);
+}
 
-  const updates = new Map<number, { name?: string; type?: PrimitiveType; optional?: boolean; doc?: string; deleted?: boolean }>();
-  const adds = new Map<number | null, NestedField[]>();
-  const applied: SchemaChange[] = [];
-  const upd = (id: number): { name?: string; type?: PrimitiveType; optional?: boolean; doc?: string; deleted?: boolean } => {
-    if (index.field(id) === undefined) throw new ConfigError(`schema evolution: field id ${id} is not in the schema`);
-    let u = updates.get(id);
-    if (u === undefined) updates.set(id, (u = {}));
-    return u;
-  };
-  const identifier = new Set(schema.identifierFieldIds ?? []);
+type ChangeOf<K extends SchemaChange['kind']> = Extract<SchemaChange, { readonly kind: K }>;
 
-  for (const c of changes) {
+/** What the changes do to one existing field. */
+interface FieldUpdate {
+  name?: string;
+  type?: PrimitiveType;
+  optional?: boolean;
+  doc?: string;
+  deleted?: boolean;
+}
+
+/**
+ * The changes of one `applySchemaChanges` call, each checked against the schema as the changes before it
+ * left it (a rename frees or takes a name, an added column takes one), then rebuilt into one schema.
+ */
+class PendingChanges {
+  private readonly schema: Schema;
+  private readonly index: SchemaIndex;
+  private readonly identifier: ReadonlySet<number>;
+  private last: number;
+  private readonly updates = new Map<number, FieldUpdate>();
+  /** Added fields by parent id (null = top level), in change order. */
+  private readonly adds = new Map<number | null, NestedField[]>();
+  private readonly applied: SchemaChange[] = [];
+
+  constructor(schema: Schema, lastColumnId: number) {
+    this.schema = schema;
+    this.index = new SchemaIndex(schema);
+    this.identifier = new Set(schema.identifierFieldIds ?? []);
+    this.last = lastColumnId;
+  }
+
+  apply(c: SchemaChange): void {
     switch (c.kind) {
-      case 'add-column': {
-        let parentStruct: StructType;
-        let parentPath = '';
-        if (c.parentId === null) parentStruct = { kind: 'struct', fields: schema.fields };
-        else {
-          const parent = index.field(c.parentId);
-          if (parent === undefined) throw new ConfigError(`schema evolution: parent field id ${c.parentId} is not in the schema`);
-          parentPath = pathOf(c.parentId);
-          if (parent.type.kind !== 'struct') throw reject(parentPath, `cannot add column ${c.field.name}: ${parentPath} is a ${parent.type.kind}, not a struct`);
-          parentStruct = parent.type;
-        }
-        const fullName = parentPath === '' ? c.field.name : `${parentPath}.${c.field.name}`;
-        if (c.field.name === '' || c.field.name.includes('.')) throw reject(fullName, 'a column name must be non-empty and contain no dot');
-        if (c.field.required) throw reject(fullName, 'cannot add a required column (v2 allows only optional ones)');
-        const siblings = [...parentStruct.fields.map((f) => updates.get(f.id)?.name ?? f.name), ...(adds.get(c.parentId) ?? []).map((f) => f.name)];
-        if (siblings.includes(c.field.name)) throw reject(fullName, 'a column with that name already exists');
-        const id = nextId();
-        const field: NestedField = { ...c.field, id, type: assignFreshTypeIds(c.field.type, nextId) };
-        adds.set(c.parentId, [...(adds.get(c.parentId) ?? []), field]);
-        applied.push({ kind: 'add-column', parentId: c.parentId, field });
+      case 'add-column':
+        this.addColumn(c);
         break;
-      }
-      case 'promote': {
-        const f = index.field(c.fieldId);
-        const path = pathOf(c.fieldId);
-        if (f === undefined) throw new ConfigError(`schema evolution: field id ${c.fieldId} is not in the schema`);
-        if (!isPrimitive(f.type)) throw reject(path, `cannot change a ${f.type.kind} to ${primitiveToString(c.to)}`);
-        const current = updates.get(c.fieldId)?.type ?? f.type;
-        if (samePrimitive(current, c.to)) break;
-        if (!isPromotionAllowed(current, c.to)) throw reject(path, `cannot change type ${primitiveToString(current)} to ${primitiveToString(c.to)}`);
-        if (index.info(c.fieldId)?.segments.at(-1) === 'key' && index.field(index.info(c.fieldId)?.parentId ?? -1)?.type.kind === 'map') {
-          throw reject(path, 'map keys cannot change type');
-        }
-        upd(c.fieldId).type = c.to;
-        applied.push(c);
+      case 'promote':
+        this.promote(c);
         break;
-      }
-      case 'make-optional': {
-        const f = index.field(c.fieldId);
-        if (f === undefined) throw new ConfigError(`schema evolution: field id ${c.fieldId} is not in the schema`);
-        if (!f.required || updates.get(c.fieldId)?.optional === true) break;
-        const info = index.info(c.fieldId);
-        if (info?.field.name === 'key' && index.field(info.parentId ?? -1)?.type.kind === 'map') throw reject(pathOf(c.fieldId), 'map keys are always required');
-        if (identifier.has(c.fieldId)) throw reject(pathOf(c.fieldId), 'an identifier field must stay required');
-        upd(c.fieldId).optional = true;
-        applied.push(c);
+      case 'make-optional':
+        this.makeOptional(c);
         break;
-      }
-      case 'rename': {
-        const info = index.info(c.fieldId);
-        if (info === undefined) throw new ConfigError(`schema evolution: field id ${c.fieldId} is not in the schema`);
-        const parentType = info.parentId === undefined ? undefined : index.field(info.parentId)?.type;
-        if (parentType !== undefined && parentType.kind !== 'struct') throw reject(info.path, 'list elements and map keys/values cannot be renamed');
-        if (c.name === '' || c.name.includes('.')) throw reject(info.path, 'a column name must be non-empty and contain no dot');
-        const siblingFields = parentType === undefined ? schema.fields : childFields(parentType);
-        const clash = siblingFields.some((s) => s.id !== c.fieldId && (updates.get(s.id)?.name ?? s.name) === c.name);
-        const parentKey = info.parentId ?? null;
-        if (clash || (adds.get(parentKey) ?? []).some((a) => a.name === c.name)) throw reject(info.path, `cannot rename to ${c.name}: the name is taken`);
-        upd(c.fieldId).name = c.name;
-        applied.push(c);
+      case 'rename':
+        this.rename(c);
         break;
-      }
       case 'update-doc':
-        upd(c.fieldId).doc = c.doc;
-        applied.push(c);
+        this.update(c.fieldId).doc = c.doc;
+        this.applied.push(c);
         break;
-      case 'delete-column': {
-        const info = index.info(c.fieldId);
-        if (info === undefined) throw new ConfigError(`schema evolution: field id ${c.fieldId} is not in the schema`);
-        const parentType = info.parentId === undefined ? undefined : index.field(info.parentId)?.type;
-        if (parentType !== undefined && parentType.kind !== 'struct') throw reject(info.path, 'list elements and map keys/values cannot be deleted');
-        if (identifier.has(c.fieldId)) throw reject(info.path, 'cannot delete an identifier field');
-        upd(c.fieldId).deleted = true;
-        applied.push(c);
+      case 'delete-column':
+        this.deleteColumn(c);
         break;
-      }
     }
   }
 
-  const rebuildType = (t: IcebergType, ownId: number | null): IcebergType => {
+  result(newSchemaId: number): AppliedChanges {
+    const schema = this.schema;
+    const fields = [...this.rebuildFields(schema.fields), ...(this.adds.get(null) ?? [])];
+    const out: Schema = schema.identifierFieldIds === undefined ? { schemaId: newSchemaId, fields } : { schemaId: newSchemaId, fields, identifierFieldIds: schema.identifierFieldIds };
+    return { schema: out, lastColumnId: this.last, applied: this.applied };
+  }
+
+  private readonly nextId = (): number => ++this.last;
+
+  private pathOf(id: number): string {
+    return this.index.columnName(id) ?? `#${id}`;
+  }
+
+  private update(id: number): FieldUpdate {
+    if (this.index.field(id) === undefined) throw new ConfigError(`schema evolution: field id ${id} is not in the schema`);
+    let u = this.updates.get(id);
+    if (u === undefined) this.updates.set(id, (u = {}));
+    return u;
+  }
+
+  private addColumn(c: ChangeOf<'add-column'>): void {
+    let parentStruct: StructType;
+    let parentPath = '';
+    if (c.parentId === null) parentStruct = { kind: 'struct', fields: this.schema.fields };
+    else {
+      const parent = this.index.field(c.parentId);
+      if (parent === undefined) throw new ConfigError(`schema evolution: parent field id ${c.parentId} is not in the schema`);
+      parentPath = this.pathOf(c.parentId);
+      if (parent.type.kind !== 'struct') throw reject(parentPath, `cannot add column ${c.field.name}: ${parentPath} is a ${parent.type.kind}, not a struct`);
+      parentStruct = parent.type;
+    }
+    const fullName = parentPath === '' ? c.field.name : `${parentPath}.${c.field.name}`;
+    if (c.field.name === '' || c.field.name.includes('.')) throw reject(fullName, 'a column name must be non-empty and contain no dot');
+    if (c.field.required) throw reject(fullName, 'cannot add a required column (v2 allows only optional ones)');
+    const siblings = [...parentStruct.fields.map((f) => this.updates.get(f.id)?.name ?? f.name), ...(this.adds.get(c.parentId) ?? []).map((f) => f.name)];
+    if (siblings.includes(c.field.name)) throw reject(fullName, 'a column with that name already exists');
+    const id = this.nextId();
+    const field: NestedField = { ...c.field, id, type: assignFreshTypeIds(c.field.type, this.nextId) };
+    this.adds.set(c.parentId, [...(this.adds.get(c.parentId) ?? []), field]);
+    this.applied.push({ kind: 'add-column', parentId: c.parentId, field });
+  }
+
+  private promote(c: ChangeOf<'promote'>): void {
+    const index = this.index;
+    const f = index.field(c.fieldId);
+    const path = this.pathOf(c.fieldId);
+    if (f === undefined) throw new ConfigError(`schema evolution: field id ${c.fieldId} is not in the schema`);
+    if (!isPrimitive(f.type)) throw reject(path, `cannot change a ${f.type.kind} to ${primitiveToString(c.to)}`);
+    const current = this.updates.get(c.fieldId)?.type ?? f.type;
+    if (samePrimitive(current, c.to)) return;
+    if (!isPromotionAllowed(current, c.to)) throw reject(path, `cannot change type ${primitiveToString(current)} to ${primitiveToString(c.to)}`);
+    if (index.info(c.fieldId)?.segments.at(-1) === 'key' && index.field(index.info(c.fieldId)?.parentId ?? -1)?.type.kind === 'map') {
+      throw reject(path, 'map keys cannot change type');
+    }
+    this.update(c.fieldId).type = c.to;
+    this.applied.push(c);
+  }
+
+  private makeOptional(c: ChangeOf<'make-optional'>): void {
+    const f = this.index.field(c.fieldId);
+    if (f === undefined) throw new ConfigError(`schema evolution: field id ${c.fieldId} is not in the schema`);
+    if (!f.required || this.updates.get(c.fieldId)?.optional === true) return;
+    const info = this.index.info(c.fieldId);
+    if (info?.field.name === 'key' && this.index.field(info.parentId ?? -1)?.type.kind === 'map') throw reject(this.pathOf(c.fieldId), 'map keys are always required');
+    if (this.identifier.has(c.fieldId)) throw reject(this.pathOf(c.fieldId), 'an identifier field must stay required');
+    this.update(c.fieldId).optional = true;
+    this.applied.push(c);
+  }
+
+  private rename(c: ChangeOf<'rename'>): void {
+    const info = this.index.info(c.fieldId);
+    if (info === undefined) throw new ConfigError(`schema evolution: field id ${c.fieldId} is not in the schema`);
+    const parentType = info.parentId === undefined ? undefined : this.index.field(info.parentId)?.type;
+    if (parentType !== undefined && parentType.kind !== 'struct') throw reject(info.path, 'list elements and map keys/values cannot be renamed');
+    if (c.name === '' || c.name.includes('.')) throw reject(info.path, 'a column name must be non-empty and contain no dot');
+    const siblingFields = parentType === undefined ? this.schema.fields : childFields(parentType);
+    const clash = siblingFields.some((s) => s.id !== c.fieldId && (this.updates.get(s.id)?.name ?? s.name) === c.name);
+    const parentKey = info.parentId ?? null;
+    if (clash || (this.adds.get(parentKey) ?? []).some((a) => a.name === c.name)) throw reject(info.path, `cannot rename to ${c.name}: the name is taken`);
+    this.update(c.fieldId).name = c.name;
+    this.applied.push(c);
+  }
+
+  private deleteColumn(c: ChangeOf<'delete-column'>): void {
+    const info = this.index.info(c.fieldId);
+    if (info === undefined) throw new ConfigError(`schema evolution: field id ${c.fieldId} is not in the schema`);
+    const parentType = info.parentId === undefined ? undefined : this.index.field(info.parentId)?.type;
+    if (parentType !== undefined && parentType.kind !== 'struct') throw reject(info.path, 'list elements and map keys/values cannot be deleted');
+    if (this.identifier.has(c.fieldId)) throw reject(info.path, 'cannot delete an identifier field');
+    this.update(c.fieldId).deleted = true;
+    this.applied.push(c);
+  }
+
+  private rebuildType(t: IcebergType, ownId: number | null): IcebergType {
     switch (t.kind) {
       case 'struct':
-        return { kind: 'struct', fields: [...rebuildFields(t.fields), ...(adds.get(ownId) ?? [])] };
+        return { kind: 'struct', fields: [...this.rebuildFields(t.fields), ...(this.adds.get(ownId) ?? [])] };
       case 'list': {
-        const u = updates.get(t.elementId);
-        return { ...t, elementRequired: u?.optional === true ? false : t.elementRequired, element: u?.type ?? rebuildType(t.element, t.elementId) };
+        const u = this.updates.get(t.elementId);
+        return { ...t, elementRequired: u?.optional === true ? false : t.elementRequired, element: u?.type ?? this.rebuildType(t.element, t.elementId) };
       }
       case 'map': {
-        const uv = updates.get(t.valueId);
+        const uv = this.updates.get(t.valueId);
         return {
           ...t,
-          key: rebuildType(t.key, t.keyId),
+          key: this.rebuildType(t.key, t.keyId),
           valueRequired: uv?.optional === true ? false : t.valueRequired,
-          value: uv?.type ?? rebuildType(t.value, t.valueId),
+          value: uv?.type ?? this.rebuildType(t.value, t.valueId),
         };
       }
       default:
         return t;
     }
-  };
-  const rebuildFields = (fields: readonly NestedField[]): NestedField[] =>
-    fields
-      .filter((f) => updates.get(f.id)?.deleted !== true)
+  }
+
+  private rebuildFields(fields: readonly NestedField[]): NestedField[] {
+    return fields
+      .filter((f) => this.updates.get(f.id)?.deleted !== true)
       .map((f) => {
-        const u = updates.get(f.id);
-        const type = u?.type ?? rebuildType(f.type, f.id);
+        const u = this.updates.get(f.id);
+        const type = u?.type ?? this.rebuildType(f.type, f.id);
         const out: NestedField = { ...f, type, name: u?.name ?? f.name, required: u?.optional === true ? false : f.required };
         return u?.doc !== undefined ? { ...out, doc: u.doc } : out;
       });
-
-  const fields = [...rebuildFields(schema.fields), ...(adds.get(null) ?? [])];
-  const out: Schema = schema.identifierFieldIds === undefined ? { schemaId: newSchemaId, fields } : { schemaId: newSchemaId, fields, identifierFieldIds: schema.identifierFieldIds };
-  return { schema: out, lastColumnId: last, applied };
+  }
 }
 
 /**

@@ -12,7 +12,7 @@ import type { RawRecord } from '../consume/port.ts';
 import type { LoadedTable } from '../commit/port.ts';
 import type { DataFile } from '../iceberg/data-file.ts';
 import type { SourceSpan } from '../coordinate/events.ts';
-import type { MetadataFieldSpec } from '../route/metadata-columns.ts';
+import type { MetadataFieldSpec } from '../config/kafka-metadata.ts';
 import { bindPartitionSpec, isUnpartitioned, partitionPath } from '../iceberg/partition-spec.ts';
 import type { BoundPartitionField, PartitionSpec } from '../iceberg/partition-spec.ts';
 import { currentSchema, defaultSpec } from '../iceberg/metadata.ts';

@@ -16,6 +16,7 @@
 import { boundBytes } from '../iceberg/bounds.ts';
 import type { BoundBytes, MetricsMode } from '../iceberg/bounds.ts';
 import { utf8Decode } from '../iceberg/bytes.ts';
+import { physicalKind } from '../iceberg/physical.ts';
 import type { PrimitiveType, PrimitiveValue } from '../iceberg/types.ts';
 
 /** min/max as the stats hold them: strings stay UTF-8 bytes until the bounds are made. */
@@ -352,27 +353,20 @@ export type AnyStats = NumberStats | LongStats | BooleanStats | DecimalStats | B
 export function newStats(t: PrimitiveType, mode: MetricsMode): AnyStats | undefined {
   if (mode.kind === 'none') return undefined;
   const bounds = mode.kind === 'truncate' || mode.kind === 'full';
-  switch (t.kind) {
+  switch (physicalKind(t)) {
     case 'boolean':
       return new BooleanStats(bounds);
     case 'int':
-    case 'date':
     case 'float':
     case 'double':
       return new NumberStats(bounds);
     case 'long':
-    case 'time':
-    case 'timestamp':
-    case 'timestamptz':
-    case 'timestamp_ns':
-    case 'timestamptz_ns':
       return new LongStats(bounds);
     case 'decimal':
       return new DecimalStats(bounds);
     case 'string':
     case 'binary':
     case 'fixed':
-    case 'uuid':
       return new BytesStats(bounds);
   }
 }

@@ -17,7 +17,8 @@
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { OrderGenerator, orderPlainJson } from '../../tools/generate/orders.ts';
+import { orderPlainJson } from '../../tools/generate/order-encodings.ts';
+import { OrderGenerator } from '../../tools/generate/orders.ts';
 import type { OrderEvent, SchemaVersion } from '../../tools/generate/orders.ts';
 import { assertExactlyOnce, duckdbCount } from '../helpers/exactly-once.ts';
 import type { Coordinates } from '../helpers/exactly-once.ts';

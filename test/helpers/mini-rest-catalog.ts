@@ -13,11 +13,13 @@ import type { AddressInfo } from 'node:net';
 import { randomUUID } from 'node:crypto';
 import { IcefloeError } from '../../src/core/errors.ts';
 import { parseJson, stringifyJson } from '../../src/core/json.ts';
-import { newTableMetadata, tableMetadataToJson } from '../../src/iceberg/metadata.ts';
+import { newTableMetadata } from '../../src/iceberg/metadata.ts';
+import { tableMetadataToJson } from '../../src/iceberg/metadata-json.ts';
 import type { TableMetadata } from '../../src/iceberg/metadata.ts';
 import { partitionSpecFromJson } from '../../src/iceberg/partition-spec.ts';
 import { schemaFromJson } from '../../src/iceberg/schema.ts';
-import { commitRequestFromJson, commitUpdates } from '../../src/iceberg/updates.ts';
+import { commitUpdates } from '../../src/iceberg/apply-updates.ts';
+import { commitRequestFromJson } from '../../src/iceberg/updates.ts';
 
 export interface RecordedRequest {
   method: string;

@@ -17,7 +17,7 @@ import { ConfluentProtobufDecoder } from '../../src/decode/protobuf-decoder.ts';
 import { protobufToIceberg } from '../../src/decode/protobuf-schema.ts';
 import { ConfluentSchemaResolver } from '../../src/decode/registry/schema-registry.ts';
 import { generateOrders } from '../../tools/generate/generator.ts';
-import { orderAvroSchema, orderProtobufSchema } from '../../tools/generate/orders.ts';
+import { orderAvroSchema, orderProtobufSchema } from '../../tools/generate/order-schemas.ts';
 import type { OrderEvent } from '../../tools/generate/orders.ts';
 import type { Schema } from '../../src/iceberg/types.ts';
 import { FAST_GROUP, kafkaSettings, pollUntil, text, unique } from '../helpers/kafka.ts';

@@ -15,7 +15,9 @@ import { ConfigError } from '../../src/core/errors.ts';
 import type { DeliveredRecord, KafkaAdmin, OutgoingRecord, RecordProducer } from '../../src/consume/port.ts';
 import { topicNameSubject } from '../../src/decode/registry-port.ts';
 import type { SchemaRegistrar } from '../../src/decode/registry-port.ts';
-import { ORDER_FORMATS, OrderGenerator, orderAvroSchema, orderEncoder, orderProtobufSchema } from './orders.ts';
+import { orderEncoder } from './order-encodings.ts';
+import { orderAvroSchema, orderProtobufSchema } from './order-schemas.ts';
+import { ORDER_FORMATS, OrderGenerator } from './orders.ts';
 import type { OrderEvent, OrderFormat, SchemaVersion } from './orders.ts';
 
 export interface GenerateOrdersOptions {

@@ -24,7 +24,9 @@ import type { OrderFormat, SchemaVersion } from './orders.ts';
 export type { GenerateStats };
 export type GenerateFormat = OrderFormat;
 export const GENERATE_FORMATS: readonly GenerateFormat[] = ORDER_FORMATS;
-export { OrderGenerator, orderAvroSchema, orderEncoder } from './orders.ts';
+export { OrderGenerator } from './orders.ts';
+export { orderAvroSchema } from './order-schemas.ts';
+export { orderEncoder } from './order-encodings.ts';
 
 export interface RunGenerateOptions {
   readonly bootstrapServers: string;

@@ -12,7 +12,7 @@
  * older than V1 is read as a table; 'VIEW' rows are not tables).
  *
  * Owns: the catalog's half of a commit, which a REST server would do: load the current metadata, check
- * the requirements and apply the updates (iceberg/updates.ts commitUpdates, which also records the
+ * the requirements and apply the updates (iceberg/apply-updates.ts commitUpdates, which also records the
  * replaced file in metadata-log), write `<metadata dir>/<NNNNN>-<uuid>.metadata.json` through the ObjectStore (create-only), then swap the
  * pointer with compare-and-swap:
  *   UPDATE iceberg_tables SET metadata_location = new, previous_metadata_location = old

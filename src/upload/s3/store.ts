@@ -38,6 +38,7 @@ import type {
 import { ConfigError, FatalError, IcefloeError, RetriableError } from '../../core/errors.ts';
 import { formatLocation, parseLocation } from '../location.ts';
 import { ObjectExistsError, ObjectNotFoundError, iterateChunks } from '../port.ts';
+import { ByteQueue } from './byte-queue.ts';
 import type { ByteChunks, ByteRange, GetOptions, ObjectInfo, ObjectStore, PutOptions } from '../port.ts';
 
 const MiB = 1024 * 1024;
@@ -337,28 +338,7 @@ export class S3ObjectStore implements ObjectStore {
 
   async putStream(location: string, chunks: ByteChunks, options: PutOptions = {}): Promise<ObjectInfo> {
     const { bucket, key } = this.#target(location);
-    const queue: Uint8Array[] = [];
-    let queued = 0;
-    /** Takes exactly n bytes (or everything left) off the front of the queue, copied into one buffer. */
-    const take = (n: number): Uint8Array => {
-      const out = new Uint8Array(Math.min(n, queued));
-      let at = 0;
-      while (at < out.byteLength) {
-        const head = queue[0] as Uint8Array;
-        const want = out.byteLength - at;
-        if (head.byteLength <= want) {
-          out.set(head, at);
-          at += head.byteLength;
-          queue.shift();
-        } else {
-          out.set(head.subarray(0, want), at);
-          at += want;
-          queue[0] = head.subarray(want);
-        }
-      }
-      queued -= out.byteLength;
-      return out;
-    };
+    const queue = new ByteQueue();
 
     let uploadId: string | undefined;
     const parts: CompletedPart[] = [];
@@ -399,39 +379,21 @@ export class S3ObjectStore implements ObjectStore {
         options.signal?.throwIfAborted();
         if (chunk.byteLength === 0) continue;
         queue.push(chunk.slice()); // a producer may reuse its buffer once we ask for the next chunk
-        queued += chunk.byteLength;
         total += chunk.byteLength;
-        if (uploadId === undefined && queued > this.#threshold) {
-          const created = await this.#attempt(
-            'create-multipart-upload',
-            location,
-            (abortSignal) =>
-              this.#client.send(
-                new CreateMultipartUploadCommand({
-                  Bucket: bucket,
-                  Key: key,
-                  ...(options.contentType === undefined ? {} : { ContentType: options.contentType }),
-                }),
-                { abortSignal },
-              ) as Promise<CreateMultipartUploadCommandOutput>,
-            options.signal,
-          );
-          if (created.UploadId === undefined) throw new FatalError(`S3 gave no upload id for ${location}`, { context: { location } });
-          uploadId = created.UploadId;
-        }
-        while (uploadId !== undefined && queued >= this.#partSize && failure === undefined) {
+        if (uploadId === undefined && queue.size > this.#threshold) uploadId = await this.#createUpload(location, bucket, key, options);
+        while (uploadId !== undefined && queue.size >= this.#partSize && failure === undefined) {
           while (inFlight.size >= this.#concurrency) await Promise.race(inFlight);
           if (failure !== undefined) break;
-          startPart(take(this.#partSize));
+          startPart(queue.take(this.#partSize));
         }
       }
       if (uploadId === undefined) {
         if (failure !== undefined) throw failure;
-        return await this.put(location, take(queued), options);
+        return await this.put(location, queue.take(queue.size), options);
       }
-      if (failure === undefined && queued > 0) {
+      if (failure === undefined && queue.size > 0) {
         while (inFlight.size >= this.#concurrency) await Promise.race(inFlight);
-        if (failure === undefined) startPart(take(queued));
+        if (failure === undefined) startPart(queue.take(queue.size));
       }
       await Promise.all(inFlight);
       if (failure !== undefined) throw failure;
@@ -442,6 +404,26 @@ export class S3ObjectStore implements ObjectStore {
       if (uploadId !== undefined) await this.#abort(location, bucket, key, uploadId);
       throw e;
     }
+  }
+
+  /** Starts a multipart upload; its id. */
+  async #createUpload(location: string, bucket: string, key: string, options: PutOptions): Promise<string> {
+    const created = await this.#attempt(
+      'create-multipart-upload',
+      location,
+      (abortSignal) =>
+        this.#client.send(
+          new CreateMultipartUploadCommand({
+            Bucket: bucket,
+            Key: key,
+            ...(options.contentType === undefined ? {} : { ContentType: options.contentType }),
+          }),
+          { abortSignal },
+        ) as Promise<CreateMultipartUploadCommandOutput>,
+      options.signal,
+    );
+    if (created.UploadId === undefined) throw new FatalError(`S3 gave no upload id for ${location}`, { context: { location } });
+    return created.UploadId;
   }
 
   async #complete(

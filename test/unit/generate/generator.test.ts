@@ -9,7 +9,9 @@ import { ConfigError, RetriableError } from '../../../src/core/errors.ts';
 import type { DeliveredRecord, KafkaAdmin, OutgoingRecord, RecordProducer, TopicSpec, Watermarks } from '../../../src/consume/port.ts';
 import type { SchemaRegistrar, SchemaToRegister } from '../../../src/decode/registry-port.ts';
 import { generateOrders } from '../../../tools/generate/generator.ts';
-import { generateOrderEvents, orderAvroSchema, orderEncoder, orderProtobufSchema } from '../../../tools/generate/orders.ts';
+import { orderEncoder } from '../../../tools/generate/order-encodings.ts';
+import { orderAvroSchema, orderProtobufSchema } from '../../../tools/generate/order-schemas.ts';
+import { generateOrderEvents } from '../../../tools/generate/orders.ts';
 import type { OrderEvent } from '../../../tools/generate/orders.ts';
 
 /** Assigns offsets per partition like a broker; a null partition goes to partition 0. */

@@ -16,17 +16,11 @@ import {
   confluentMessageIndexBytes,
   confluentProtobufFrame,
   decimalBytes,
-  DEFAULT_START_TIME_MS,
-  generateOrderEvents,
-  ORDER_STATUSES,
-  orderAvroSchema,
-  orderConnectSchema,
   orderEncoder,
-  OrderGenerator,
   orderKey,
-  orderProtobufSchema,
-  REGIONS,
-} from '../../../tools/generate/orders.ts';
+} from '../../../tools/generate/order-encodings.ts';
+import { orderAvroSchema, orderConnectSchema, orderProtobufSchema } from '../../../tools/generate/order-schemas.ts';
+import { DEFAULT_START_TIME_MS, generateOrderEvents, ORDER_STATUSES, OrderGenerator, REGIONS } from '../../../tools/generate/orders.ts';
 
 describe('order events', () => {
   test('the same seed gives the same events and the same bytes in every format; another seed does not', () => {

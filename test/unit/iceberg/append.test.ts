@@ -7,7 +7,7 @@ import { readManifestList } from '../../../src/iceberg/manifest-list.ts';
 import { findInAncestry, newTableMetadata, snapshotIdFromUuid, type TableMetadata } from '../../../src/iceberg/metadata.ts';
 import { buildPartitionSpec } from '../../../src/iceberg/partition-spec.ts';
 import { computeSnapshotSummary } from '../../../src/iceberg/summary.ts';
-import { applyUpdates } from '../../../src/iceberg/updates.ts';
+import { applyUpdates } from '../../../src/iceberg/apply-updates.ts';
 import type { Schema } from '../../../src/iceberg/types.ts';
 
 const source: Schema = {

@@ -2,9 +2,10 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { applySchemaChanges, diffSchemas, evolveTableSchema, isPromotionAllowed, unionByName } from '../../../src/iceberg/evolution.ts';
-import { currentSchema, tableMetadataFromJson } from '../../../src/iceberg/metadata.ts';
+import { currentSchema } from '../../../src/iceberg/metadata.ts';
+import { tableMetadataFromJson } from '../../../src/iceberg/metadata-json.ts';
 import { indexFields, SchemaIndex } from '../../../src/iceberg/schema.ts';
-import { applyUpdates, checkRequirements } from '../../../src/iceberg/updates.ts';
+import { applyUpdates, checkRequirements } from '../../../src/iceberg/apply-updates.ts';
 import type { NestedField, Schema } from '../../../src/iceberg/types.ts';
 
 const table: Schema = {

@@ -11,12 +11,10 @@ import {
   metadataFilePath,
   newTableMetadata,
   parseMetadataVersion,
-  serializeTableMetadata,
   snapshotIdFromUuid,
-  tableMetadataFromJson,
-  tableMetadataToJson,
   type TableMetadata,
 } from '../../../src/iceberg/metadata.ts';
+import { serializeTableMetadata, tableMetadataFromJson, tableMetadataToJson } from '../../../src/iceberg/metadata-json.ts';
 import { buildPartitionSpec } from '../../../src/iceberg/partition-spec.ts';
 import type { Schema } from '../../../src/iceberg/types.ts';
 

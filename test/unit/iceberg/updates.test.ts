@@ -3,13 +3,12 @@ import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { parseJson, stringifyJson } from '../../../src/core/json.ts';
 import { CommitConflictError, ConfigError } from '../../../src/core/errors.ts';
-import { currentSchema, serializeTableMetadata, tableMetadataFromJson, type Snapshot, type TableMetadata } from '../../../src/iceberg/metadata.ts';
+import { currentSchema, type Snapshot, type TableMetadata } from '../../../src/iceberg/metadata.ts';
+import { serializeTableMetadata, tableMetadataFromJson } from '../../../src/iceberg/metadata-json.ts';
+import { applyUpdates, checkRequirements, commitUpdates } from '../../../src/iceberg/apply-updates.ts';
 import {
-  applyUpdates,
-  checkRequirements,
   commitRequestFromJson,
   commitRequestToJson,
-  commitUpdates,
   requirementFromJson,
   requirementToJson,
   updateFromJson,

@@ -5,7 +5,7 @@ import { parseIdentifier } from '../../../src/commit/port.ts';
 import { inferIcebergSchema } from '../../../src/decode/json-decoder.ts';
 import { newTableMetadata } from '../../../src/iceberg/metadata.ts';
 import { buildPartitionSpec } from '../../../src/iceberg/partition-spec.ts';
-import { metadataFields } from '../../../src/route/metadata-columns.ts';
+import { metadataFields } from '../../../src/config/kafka-metadata.ts';
 import { valueFormat } from '../../../src/runtime/formats.ts';
 import { TableSink, withMetadataFields } from '../../../src/sink/table-sink.ts';
 import { MemoryObjectStore } from '../../../src/upload/memory.ts';

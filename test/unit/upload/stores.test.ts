@@ -11,7 +11,7 @@ import { randomUUID } from 'node:crypto';
 import { ConfigError } from '../../../src/core/errors.ts';
 import { MemoryObjectStore } from '../../../src/upload/memory.ts';
 import { LocalObjectStore } from '../../../src/upload/local/store.ts';
-import { SchemeRouterStore } from '../../../src/upload/router.ts';
+import { SchemeRouterStore } from '../../../src/upload/scheme-router.ts';
 import { objectStoreContract } from '../../helpers/object-store-contract.ts';
 
 const memory = new MemoryObjectStore();

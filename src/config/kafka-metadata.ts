@@ -7,9 +7,14 @@
  * table gets ids from the catalog), a pure description of what each column takes from the record's Kafka
  * coordinates, and `metadataValues`, the reference extraction the runtime's column appenders must agree
  * with.
- * Must not: import the Iceberg model (route/ may import only core and config: the type shapes below are
+ * Must not: import the Iceberg model (config/ may import only core: the type shapes below are
  * structurally the `PrimitiveType`s of src/iceberg/types.ts, the map minus its ids), read a clock, or
  * decode a key or header (values are the raw bytes as consumed).
+ *
+ * Why config/: the specs are the resolved meaning of three connector keys (`…-metadata-columns`,
+ * `…-metadata-prefix` and the key converter, all defined in connector-config.ts) and need nothing but
+ * core and config, so every stage above config/ may use them without a new import arrow (the sink task
+ * derives them from the connector config, its table writer adds the fields and appends the values).
  *
  * Decisions:
  * - Types: topic string, partition int, offset long, timestamp timestamptz (µs, UTC), key binary — or
@@ -31,9 +36,9 @@
  *   position of its first occurrence.
  */
 import { DataError } from '../core/errors.ts';
-import { KAFKA_METADATA_COLUMNS } from '../config/connector-config.ts';
-import type { KafkaMetadataColumn, TablesConfig } from '../config/connector-config.ts';
-import type { ConverterKind } from '../config/converters.ts';
+import { KAFKA_METADATA_COLUMNS } from './connector-config.ts';
+import type { KafkaMetadataColumn, TablesConfig } from './connector-config.ts';
+import type { ConverterKind } from './converters.ts';
 
 /** Column types, shaped as src/iceberg/types.ts's (the map without its key and value ids). */
 export type MetadataPrimitiveType =

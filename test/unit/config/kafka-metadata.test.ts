@@ -3,8 +3,8 @@ import assert from 'node:assert/strict';
 import { KAFKA_METADATA_COLUMNS, parseConnectorConfig } from '../../../src/config/connector-config.ts';
 import type { KafkaMetadataColumn } from '../../../src/config/connector-config.ts';
 import { DataError } from '../../../src/core/errors.ts';
-import { keyColumnFormat, metadataFields, metadataNameConflicts, metadataValues } from '../../../src/route/metadata-columns.ts';
-import type { KafkaRecordCoordinates } from '../../../src/route/metadata-columns.ts';
+import { keyColumnFormat, metadataFields, metadataNameConflicts, metadataValues } from '../../../src/config/kafka-metadata.ts';
+import type { KafkaRecordCoordinates } from '../../../src/config/kafka-metadata.ts';
 
 const BASE: Readonly<Record<string, string>> = {
   name: 'orders',
