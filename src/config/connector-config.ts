@@ -22,7 +22,7 @@ import type { ConverterConfig } from './converters.ts';
 import { regexProblem, wholeMatch } from './names.ts';
 import { tablesConfig } from './table-settings.ts';
 import type { TablesConfig } from './table-settings.ts';
-import { CONNECTOR_UNSUPPORTED, rejectUnsupported } from './unsupported.ts';
+import { CONNECTOR_UNSUPPORTED, rejectUnsupported, rejectUnsupportedWriteProps } from './unsupported.ts';
 
 // What the rest of the code imports from here, wherever it is defined.
 export { regexProblem, wholeMatch } from './names.ts';
@@ -277,6 +277,7 @@ function build(p: ParsedConfig, options: ConnectorParseOptions): ConnectorConfig
   const catalog = catalogConfig(p, options.defaultCatalog);
   const control = controlConfig(p);
   rejectUnsupported(p, CONNECTOR_UNSUPPORTED);
+  rejectUnsupportedWriteProps(p);
   checkUnknown(p);
   return Object.freeze({
     name,

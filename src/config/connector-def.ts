@@ -161,7 +161,7 @@ export const CONNECTOR_CONFIG_DEF: ConfigDef = new ConfigDef()
   .definePrefix({ prefix: 'iceberg.tables.auto-create-props.', group: G_TABLES,
     doc: 'Table properties set on auto-created tables, e.g. `iceberg.tables.auto-create-props.format-version=2`.' })
   .definePrefix({ prefix: 'iceberg.tables.write-props.', group: G_TABLES,
-    doc: 'Writer properties (`write.target-file-size-bytes`, `write.parquet.compression-codec`, ...); they take precedence over the table\'s own properties.' })
+    doc: 'Writer properties (`write.target-file-size-bytes`, `write.parquet.compression-codec`, `write.metadata.metrics.*`, ...); they take precedence over the table\'s own properties. Not supported yet (validation fails): `write.parquet.compression-level` (the Parquet encoder has no level setting), `write.parquet.page-row-limit`, and `write.format.default` other than parquet.' })
   .definePrefix({ prefix: 'iceberg.table.', group: G_TABLES, pattern: 'iceberg.table.<table>.{commit-branch,id-columns,partition-by,route-regex}',
     doc: 'Per-table settings, the table named as in iceberg.tables (`iceberg.table.db.orders.partition-by`): partition-by overrides iceberg.tables.default-partition-by; route-regex sends a record to this table when the route field\'s value matches the whole regex (static fan-out). commit-branch and id-columns are not supported yet, like their iceberg.tables.default-* keys: any value but main (commit-branch) or empty (id-columns) fails validation.' })
   // --- Apache Iceberg sink: control topic and commits (§2.9) ----------------------------------------

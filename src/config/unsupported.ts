@@ -108,6 +108,38 @@ export const CONNECTOR_UNSUPPORTED: readonly UnsupportedKey[] = [
   },
 ];
 
+/**
+ * Table properties the Parquet writer reads but cannot apply (src/write/config.ts, `ignored`). A table may
+ * carry them from another engine, and the writer then goes on without them; set through the connector's
+ * `iceberg.tables.write-props.*` they are the user's own request, and would do nothing.
+ */
+export const WRITE_PROPS_UNSUPPORTED: readonly UnsupportedKey[] = [
+  {
+    key: 'iceberg.tables.write-props.write.parquet.compression-level',
+    needs: 'a compression level setting in the Parquet encoder (parquet-wasm has none)',
+    instead: 'Files are compressed at the codec\'s default level (ZSTD: level 1). Remove it; write.parquet.compression-codec is applied.',
+  },
+  {
+    key: 'iceberg.tables.write-props.write.parquet.page-row-limit',
+    needs: 'a row limit per Parquet page in the encoder',
+    instead: 'Pages are cut by size, as the encoder decides. Remove it.',
+  },
+  {
+    key: 'iceberg.tables.write-props.write.format.default',
+    needs: 'data files in a format other than Parquet',
+    instead: 'Icefloe writes Parquet files only. Remove it (or set parquet).',
+    alsoAccepted: ['parquet'],
+  },
+];
+
+/** Adds the "not supported yet" error to every write-props key of `p` that `WRITE_PROPS_UNSUPPORTED` lists. */
+export function rejectUnsupportedWriteProps(p: ParsedConfig): void {
+  for (const rule of WRITE_PROPS_UNSUPPORTED) {
+    const raw = p.original[rule.key];
+    if (raw !== undefined && !acceptedValue(rule, raw.toLowerCase())) p.addError(rule.key, unsupportedMessage(rule.key, rule));
+  }
+}
+
 /** Worker keys (worker-config.ts documents them with `unsupportedDoc`). */
 export const WORKER_UNSUPPORTED: readonly UnsupportedKey[] = [
   { key: 'header.converter', ...HEADER_CONVERTER },

@@ -7,7 +7,7 @@ import {
   parseConnectorConfig,
   validateConnectorConfig,
 } from '../../../src/config/connector-config.ts';
-import { CONNECTOR_UNSUPPORTED } from '../../../src/config/unsupported.ts';
+import { CONNECTOR_UNSUPPORTED, WRITE_PROPS_UNSUPPORTED } from '../../../src/config/unsupported.ts';
 import { ConfigError } from '../../../src/core/errors.ts';
 
 const BASE: Readonly<Record<string, string>> = {
@@ -143,6 +143,19 @@ test('keys Icefloe does not act on yet fail validation with "not supported yet",
   assert.match(errors['iceberg.table.sales.orders.commit-branch']?.[0] ?? '', /needs commits to a branch other than main\. Every commit goes to the table's main branch/);
   assert.match(errors['iceberg.control.commit.threads']?.[0] ?? '', /distributed mode/);
   assert.throws(() => parseConnectorConfig({ ...BASE, transforms: 'a', 'transforms.a.type': 'X' }), (e: unknown) => e instanceof ConfigError && /2 configuration error\(s\): not supported yet: transforms needs/.test(e.message));
+});
+
+test('write-props the Parquet writer cannot apply fail validation; a table property set elsewhere is not the connector\'s business', () => {
+  const errors = errorsOf({
+    ...BASE,
+    'iceberg.tables.write-props.write.parquet.compression-level': '9',
+    'iceberg.tables.write-props.write.parquet.page-row-limit': '1000',
+    'iceberg.tables.write-props.write.format.default': 'orc',
+    'iceberg.tables.write-props.write.parquet.compression-codec': 'snappy',
+  });
+  assert.deepEqual(Object.keys(errors).sort(), WRITE_PROPS_UNSUPPORTED.map((r) => r.key).sort());
+  for (const [key, errs] of Object.entries(errors)) assert.ok(errs[0]?.startsWith(`not supported yet: ${key} needs `), errs[0]);
+  assert.deepEqual(errorsOf({ ...BASE, 'iceberg.tables.write-props.write.format.default': 'PARQUET' }), {});
 });
 
 test('those keys are accepted at their default, or at a value that asks for what Icefloe does anyway', () => {
