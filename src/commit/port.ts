@@ -8,7 +8,7 @@
  *   lost, a requirement failed). Reload, rebuild, retry.
  * - `CommitStateUnknownError`: the commit may or may not have happened (5xx, time-out, connection lost
  *   after the request was sent). Never resend blindly and never delete its files: reload and look for the
- *   commit id (committer.ts).
+ *   commit id (commit-retry.ts).
  * - `RetriableError`: a read or a request that provably never reached the catalog failed transiently.
  * - `NoSuchTableError` / `NoSuchNamespaceError` / `...AlreadyExistsError`: below; not retriable.
  * - `ConfigError`: credentials, URIs, a request the catalog rejects as malformed.

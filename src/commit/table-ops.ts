@@ -19,8 +19,8 @@ import { buildPartitionSpec } from '../iceberg/partition-spec.ts';
 import type { PartitionSpec } from '../iceberg/partition-spec.ts';
 import type { Schema } from '../iceberg/types.ts';
 import type { ObjectStore } from '../upload/port.ts';
-import { COMMIT_ID_KEY, commitWithRetry } from './committer.ts';
-import type { CommitOutcome, CommitterOptions } from './committer.ts';
+import { COMMIT_ID_KEY, commitWithRetry } from './commit-retry.ts';
+import type { CommitOutcome, CommitterOptions } from './commit-retry.ts';
 import { ensureNamespace } from './port.ts';
 import type { Catalog, LoadedTable, TableIdentifier } from './port.ts';
 

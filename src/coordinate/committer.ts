@@ -19,7 +19,7 @@ import type { ConnectorConfig } from '../config/connector-config.ts';
 import type { ControlTopicReader, KafkaAdmin, TopicPartitionOffset } from '../consume/port.ts';
 import { formatIdentifier, NoSuchTableError, parseIdentifier } from '../commit/port.ts';
 import type { Catalog, LoadedTable } from '../commit/port.ts';
-import { findCommit } from '../commit/committer.ts';
+import { findCommit } from '../commit/commit-retry.ts';
 import { appendFiles } from '../commit/table-ops.ts';
 import { isPlanCurrent, planTableCommit, readControlRecord } from '../coordinate/commit-state.ts';
 import type { ControlRecordRead, StopReason, TablePlan } from '../coordinate/commit-state.ts';

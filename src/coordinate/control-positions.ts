@@ -36,7 +36,7 @@
 import { parseJson, stringifyJson, toBigInt } from '../core/json.ts';
 import { MAIN_BRANCH, findInAncestry } from '../iceberg/metadata.ts';
 import type { Snapshot, TableMetadata } from '../iceberg/metadata.ts';
-import { COMMIT_ID_KEY } from '../commit/committer.ts';
+import { COMMIT_ID_KEY } from '../commit/commit-retry.ts';
 
 export const CONTROL_OFFSETS_PREFIX = 'icefloe.control-offsets.';
 export const CONTROL_TOPIC_ID_PREFIX = 'icefloe.control-topic-id.';

@@ -12,7 +12,7 @@ import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { CommitConflictError } from '../../src/core/errors.ts';
-import { COMMIT_ID_KEY } from '../../src/commit/committer.ts';
+import { COMMIT_ID_KEY } from '../../src/commit/commit-retry.ts';
 import type { Schema } from '../../src/commit/model.ts';
 import { NoSuchTableError, TableAlreadyExistsError } from '../../src/commit/port.ts';
 import type { TableIdentifier } from '../../src/commit/port.ts';

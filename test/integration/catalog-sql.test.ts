@@ -13,7 +13,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { randomUUID } from 'node:crypto';
-import { COMMIT_ID_KEY, commitWithRetry } from '../../src/commit/committer.ts';
+import { COMMIT_ID_KEY, commitWithRetry } from '../../src/commit/commit-retry.ts';
 import type { Schema } from '../../src/commit/model.ts';
 import type { TableIdentifier } from '../../src/commit/port.ts';
 import { RestCatalog } from '../../src/commit/rest/catalog.ts';

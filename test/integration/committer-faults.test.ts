@@ -13,8 +13,8 @@
 import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
-import { COMMIT_ID_KEY, commitWithRetry } from '../../src/commit/committer.ts';
-import type { CommitEvent } from '../../src/commit/committer.ts';
+import { COMMIT_ID_KEY, commitWithRetry } from '../../src/commit/commit-retry.ts';
+import type { CommitEvent } from '../../src/commit/commit-retry.ts';
 import type { Schema } from '../../src/commit/model.ts';
 import type { TableIdentifier } from '../../src/commit/port.ts';
 import { RestCatalog } from '../../src/commit/rest/catalog.ts';

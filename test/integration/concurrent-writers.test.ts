@@ -13,8 +13,8 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
-import { COMMIT_ID_KEY } from '../../src/commit/committer.ts';
-import type { CommitEvent } from '../../src/commit/committer.ts';
+import { COMMIT_ID_KEY } from '../../src/commit/commit-retry.ts';
+import type { CommitEvent } from '../../src/commit/commit-retry.ts';
 import { appendFiles, createTable } from '../../src/commit/table-ops.ts';
 import { EntryStatus } from '../../src/iceberg/data-file.ts';
 import type { DataFile } from '../../src/iceberg/data-file.ts';

@@ -11,7 +11,7 @@
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { COMMIT_ID_KEY } from '../../src/commit/committer.ts';
+import { COMMIT_ID_KEY } from '../../src/commit/commit-retry.ts';
 import { appendFiles, createTable } from '../../src/commit/table-ops.ts';
 import { currentSnapshot, findInAncestry, snapshotById } from '../../src/iceberg/metadata.ts';
 import type { Schema } from '../../src/iceberg/types.ts';

@@ -9,7 +9,7 @@
  *   commit  409 → CommitConflictError; 5xx, 408, time-out, connection lost after sending →
  *           CommitStateUnknownError; a connection that was never established or 429 → RetriableError
  *           (the request never reached the catalog or was refused before processing); 404 → NoSuchTable;
- *           other 4xx → ConfigError. Never retried here (committer.ts decides, after a reload).
+ *           other 4xx → ConfigError. Never retried here (commit-retry.ts decides, after a reload).
  *   reads   5xx, 408, 429, network, time-out → retried `readAttempts` times, then RetriableError.
  *   create  409 → AlreadyExists; transient failures → RetriableError (a resend meets 409 if it landed).
  *   401/419 → with OAuth2, the token is dropped and the request sent once more; otherwise ConfigError.

@@ -16,7 +16,7 @@ import {
   RetriableError,
 } from '../../../src/core/errors.ts';
 import { parseJson } from '../../../src/core/json.ts';
-import { COMMIT_ID_KEY, commitWithRetry } from '../../../src/commit/committer.ts';
+import { COMMIT_ID_KEY, commitWithRetry } from '../../../src/commit/commit-retry.ts';
 import { NamespaceAlreadyExistsError, NoSuchNamespaceError, NoSuchTableError, TableAlreadyExistsError } from '../../../src/commit/port.ts';
 import type { TableIdentifier } from '../../../src/commit/port.ts';
 import { RestCatalog, uuidV7 } from '../../../src/commit/rest/catalog.ts';

@@ -6,7 +6,7 @@
 import { test } from 'node:test';
 import { prng } from '../../../src/core/prng.ts';
 import assert from 'node:assert/strict';
-import { COMMIT_ID_KEY, findCommit } from '../../../src/commit/committer.ts';
+import { COMMIT_ID_KEY, findCommit } from '../../../src/commit/commit-retry.ts';
 import type { TableMetadata } from '../../../src/iceberg/metadata.ts';
 import { commitIdFor, isPlanCurrent, planTableCommit, readControlRecord } from '../../../src/coordinate/commit-state.ts';
 import type { ControlRecordRead, TableCommitInput, TablePlan } from '../../../src/coordinate/commit-state.ts';

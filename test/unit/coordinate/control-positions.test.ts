@@ -4,7 +4,7 @@
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { COMMIT_ID_KEY } from '../../../src/commit/committer.ts';
+import { COMMIT_ID_KEY } from '../../../src/commit/commit-retry.ts';
 import {
   commitIdPrefix,
   controlOffsetsKey,

@@ -16,8 +16,8 @@ import {
   FatalError,
   RetriableError,
 } from '../../../src/core/errors.ts';
-import { COMMIT_ID_KEY, ancestry, commitWithRetry, findCommit } from '../../../src/commit/committer.ts';
-import type { CommitEvent, CommitPlan } from '../../../src/commit/committer.ts';
+import { COMMIT_ID_KEY, ancestry, commitWithRetry, findCommit } from '../../../src/commit/commit-retry.ts';
+import type { CommitEvent, CommitPlan } from '../../../src/commit/commit-retry.ts';
 import type { TableRequirement, TableUpdate } from '../../../src/commit/model.ts';
 import type { Catalog, CommitOptions, CreateTableRequest, LoadedTable, Namespace, TableIdentifier } from '../../../src/commit/port.ts';
 import { SqlCatalog } from '../../../src/commit/sql/catalog.ts';
