@@ -8,12 +8,14 @@ import { FakeClock } from '../../helpers/clock.ts';
 
 const bounds = (b: Partial<RetryBounds> = {}): RetryBounds => ({ initialDelayMs: 100, maxDelayMs: 5000, maxAttempts: 5, totalTimeoutMs: Infinity, ...b });
 
-/** An operation that fails `failures` times with `error`, then answers 'ok'. */
+/** An operation that fails `failures` times with `error`, then answers 'ok' (see the runaway guard). */
 function flaky(failures: number, error: () => unknown = () => new RetriableError('down')): { fn: () => Promise<string>; calls: () => number } {
   let calls = 0;
   return {
     fn: async () => {
       calls++;
+      // A broken bound must fail a test, not hang it: past 1000 calls, a failure no predicate retries.
+      if (calls > 1000) throw new Error('runaway: retried past every bound under test');
       if (calls <= failures) throw error();
       return 'ok';
     },
@@ -87,7 +89,8 @@ test('retry: no attempt starts after the total time-out', async () => {
   const clock = new FakeClock(1_000_000);
   const op = flaky(Infinity);
   // Waits of exactly 300 ms (random 0): attempts at 0, 300, 600, 900; the next would start at 1200 > 1000.
-  await assert.rejects(retry(op.fn, { bounds: bounds({ initialDelayMs: 300, maxAttempts: Infinity, totalTimeoutMs: 1000 }), clock, random: () => 0 }), RetriableError);
+  // (maxAttempts 100 rather than Infinity: a broken time bound then fails this test instead of hanging it.)
+  await assert.rejects(retry(op.fn, { bounds: bounds({ initialDelayMs: 300, maxAttempts: 100, totalTimeoutMs: 1000 }), clock, random: () => 0 }), RetriableError);
   assert.equal(op.calls(), 4);
   assert.deepEqual(clock.sleeps, [300, 300, 300]);
 });
@@ -127,7 +130,8 @@ test('retry: an abort rejects with the signal’s reason — before the first at
     retry(
       async () => {
         mid.abort(reason);
-        throw new RetriableError('cancelled request');
+        // What a client library throws when its request is cancelled: foreign, so not retriable by itself.
+        throw Object.assign(new Error('The operation was aborted'), { name: 'AbortError' });
       },
       { bounds: bounds(), clock: new FakeClock(), signal: mid.signal },
     ),
@@ -183,6 +187,7 @@ test('systemClock: sleep waits on a real timer and an abort ends it at once with
   const t0 = systemClock.now();
   const sleeping = systemClock.sleep(60_000, ac.signal);
   setTimeout(() => ac.abort(reason), 5);
-  await assert.rejects(sleeping, (e) => e === reason);
-  assert.ok(systemClock.now() - t0 < 5000);
+  const stillSleeping = new Promise((resolve) => setTimeout(() => resolve('still sleeping 1 s after the abort'), 1000));
+  await assert.rejects(Promise.race([sleeping, stillSleeping]), (e) => e === reason);
+  assert.ok(systemClock.now() - t0 < 1000);
 });
