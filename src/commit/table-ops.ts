@@ -20,7 +20,7 @@ import type { PartitionSpec } from '../iceberg/partition-spec.ts';
 import type { Schema } from '../iceberg/types.ts';
 import type { ObjectStore } from '../upload/port.ts';
 import { COMMIT_ID_KEY, commitWithRetry } from './commit-retry.ts';
-import type { CommitOutcome, CommitterOptions } from './commit-retry.ts';
+import type { CommitOutcome, CommitRetryOptions } from './commit-retry.ts';
 import { ensureNamespace } from './port.ts';
 import type { Catalog, LoadedTable, TableIdentifier } from './port.ts';
 
@@ -28,7 +28,7 @@ export interface TableOpsDeps {
   readonly catalog: Catalog;
   /** Where manifests and manifest lists go (the table's location scheme). */
   readonly store: ObjectStore;
-  readonly committer?: CommitterOptions;
+  readonly committer?: CommitRetryOptions;
   /** Injectable for tests; defaults to the system clock and crypto.randomUUID. */
   readonly nowMs?: () => number;
   readonly newUuid?: () => string;

@@ -88,7 +88,7 @@ export async function harness(t: TestContext): Promise<Harness> {
     },
     deps(catalog) {
       // Fast retries: tests force conflicts on purpose.
-      return { catalog, store, committer: { baseDelayMs: 20, maxDelayMs: 500 } };
+      return { catalog, store, committer: { retry: { initialDelayMs: 20, maxDelayMs: 500 } } };
     },
     namespace() {
       return `it_${randomUUID().replaceAll('-', '').slice(0, 12)}`;

@@ -130,9 +130,7 @@ test('SQL catalog on PostgreSQL: five committers race on one table; each commit 
   const results = await Promise.all(
     committers.map((catalog, i) =>
       commitWithRetry(catalog, id, { commitId: `racer-${i}`, build: (t) => emptyAppend(t, `racer-${i}`, store) }, {
-        maxAttempts: 20,
-        baseDelayMs: 10,
-        maxDelayMs: 200,
+        retry: { maxAttempts: 20, initialDelayMs: 10, maxDelayMs: 200 },
         onEvent: (ev) => events.push(ev.kind),
       }),
     ),

@@ -55,7 +55,7 @@ async function scenario(fault: Fault): Promise<{ events: CommitEvent['kind'][]; 
   const events: CommitEvent['kind'][] = [];
   try {
     const out = await commitWithRetry(viaProxy, table, rowsAppendPlan(store, commitId, [1n, 2n, 3n]), {
-      baseDelayMs: 50,
+      retry: { initialDelayMs: 50 },
       onEvent: (ev) => events.push(ev.kind),
     });
     assert.equal(out.status, 'committed');

@@ -10,7 +10,7 @@
  *           CommitStateUnknownError; a connection that was never established or 429 → RetriableError
  *           (the request never reached the catalog or was refused before processing); 404 → NoSuchTable;
  *           other 4xx → ConfigError. Never retried here (commit-retry.ts decides, after a reload).
- *   reads   5xx, 408, 429, network, time-out → retried `readAttempts` times, then RetriableError.
+ *   reads   5xx, 408, 429, network, time-out → retried within `readRetry` (core/retry.ts), then RetriableError.
  *   create  409 → AlreadyExists; transient failures → RetriableError (a resend meets 409 if it landed).
  *   401/419 → with OAuth2, the token is dropped and the request sent once more; otherwise ConfigError.
  * Must not: log tokens, keys or a table's vended `config`; request `snapshots=refs` (the committer needs
@@ -27,6 +27,8 @@ import {
   RetriableError,
 } from '../../core/errors.ts';
 import { parseJson, stringifyJson } from '../../core/json.ts';
+import { checkBounds, retry, systemClock } from '../../core/retry.ts';
+import type { RetryBounds, RetryClock } from '../../core/retry.ts';
 import {
   UNSORTED_ORDER,
   partitionSpecToJson,
@@ -63,13 +65,11 @@ export interface RestCatalogConfig {
   readonly headers?: Readonly<Record<string, string>>;
   /** Per-request time-out (default 30 s: well under the fixture's 2-minute stall when S3 is down). */
   readonly requestTimeoutMs?: number;
-  /** Attempts per read request (default 3). */
-  readonly readAttempts?: number;
-  readonly baseDelayMs?: number;
-  readonly maxDelayMs?: number;
-  /** Test seams. */
+  /** Bounds of the retries of a read request (default 3 attempts, waits of 200 ms up to 5 s). */
+  readonly readRetry?: Partial<RetryBounds>;
+  /** Test seams (`clock` times the retries, `now` the tokens). */
   readonly fetch?: typeof fetch;
-  readonly sleep?: (ms: number) => Promise<void>;
+  readonly clock?: RetryClock;
   readonly random?: () => number;
   readonly now?: () => number;
 }
@@ -143,7 +143,8 @@ export class RestCatalog implements Catalog {
   readonly name: string;
   readonly #config: RestCatalogConfig;
   readonly #fetch: typeof fetch;
-  readonly #sleep: (ms: number) => Promise<void>;
+  readonly #readRetry: RetryBounds;
+  readonly #clock: RetryClock;
   readonly #random: () => number;
   readonly #auth: Authenticator;
   readonly #timeoutMs: number;
@@ -153,7 +154,8 @@ export class RestCatalog implements Catalog {
     this.name = config.name ?? 'rest';
     this.#config = config;
     this.#fetch = config.fetch ?? fetch;
-    this.#sleep = config.sleep ?? ((ms) => new Promise((resolve) => setTimeout(resolve, ms)));
+    this.#readRetry = checkBounds({ maxAttempts: 3, initialDelayMs: 200, maxDelayMs: 5000, totalTimeoutMs: Infinity, ...config.readRetry });
+    this.#clock = config.clock ?? systemClock;
     this.#random = config.random ?? Math.random;
     this.#timeoutMs = config.requestTimeoutMs ?? 30_000;
     this.#auth = createAuthenticator(config.auth, {
@@ -218,36 +220,25 @@ export class RestCatalog implements Catalog {
     return `/namespaces/${this.#ns(server, id.namespace)}/tables/${encodeURIComponent(id.name)}`;
   }
 
-  async #delay(attempt: number): Promise<void> {
-    const ceiling = Math.min(this.#config.maxDelayMs ?? 5000, (this.#config.baseDelayMs ?? 200) * 2 ** (attempt - 1));
-    await this.#sleep(Math.round(ceiling / 2 + (this.#random() * ceiling) / 2));
-  }
-
   /** One logical call: reads retried, auth refreshed once, everything translated. */
   async #call(server: ServerConfig, o: CallOptions): Promise<CallResult> {
-    const attempts = o.kind === 'read' ? Math.max(1, this.#config.readAttempts ?? 3) : 1;
     let reauthorized = false;
-    for (let attempt = 1; ; attempt++) {
+    const send = async (): Promise<CallResult> => {
       try {
         return await this.#once(server, o);
       } catch (e) {
-        if (e instanceof AuthRejected) {
-          if (!reauthorized && this.#auth.invalidate()) {
-            reauthorized = true;
-            attempt--; // a fresh token is not a retry of a transient failure
-            continue;
-          }
-          throw new ConfigError(`REST catalog ${this.name} refused our credentials (${e.status})`, {
-            context: { catalog: this.name, status: e.status, path: o.path },
-          });
+        if (!(e instanceof AuthRejected)) throw e;
+        if (!reauthorized && this.#auth.invalidate()) {
+          reauthorized = true;
+          return send(); // a fresh token is not a retry of a transient failure
         }
-        if (e instanceof RetriableError && attempt < attempts) {
-          await this.#delay(attempt);
-          continue;
-        }
-        throw e;
+        throw new ConfigError(`REST catalog ${this.name} refused our credentials (${e.status})`, {
+          context: { catalog: this.name, status: e.status, path: o.path },
+        });
       }
-    }
+    };
+    if (o.kind !== 'read') return send();
+    return retry(send, { bounds: this.#readRetry, clock: this.#clock, random: this.#random, retriable: (e) => e instanceof RetriableError });
   }
 
   async #once(server: ServerConfig, o: CallOptions): Promise<CallResult> {

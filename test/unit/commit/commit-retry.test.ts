@@ -1,121 +1,34 @@
 /**
- * The commit-with-retry protocol against a real catalog implementation (the SQL catalog on an in-memory
- * SQLite database and the in-memory object store) wrapped in a fault injector that can lose answers,
- * apply late, or let another writer win. Every test asserts what is in the table afterwards: the commit
- * landed exactly once (or not at all, with the right error), never twice.
+ * The commit-with-retry protocol against the in-memory catalog (src/commit/memory.ts: the SQL catalog's
+ * commit semantics on a Map) and its fault injection, which can lose answers, apply late, or let another
+ * writer win. Every test asserts what is in the table afterwards: the commit landed exactly once (or not at
+ * all, with the right error), never twice.
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
-import type {
-  IcefloeError} from '../../../src/core/errors.ts';
+import type { IcefloeError } from '../../../src/core/errors.ts';
+import { CommitConflictError, CommitStateUnknownError, ConfigError, FatalError, RetriableError } from '../../../src/core/errors.ts';
 import {
-  CommitConflictError,
-  CommitStateUnknownError,
-  ConfigError,
-  FatalError,
-  RetriableError,
-} from '../../../src/core/errors.ts';
-import { COMMIT_ID_KEY, ancestry, commitWithRetry, findCommit } from '../../../src/commit/commit-retry.ts';
-import type { CommitEvent, CommitPlan } from '../../../src/commit/commit-retry.ts';
-import type { TableRequirement, TableUpdate } from '../../../src/commit/model.ts';
-import type { Catalog, CommitOptions, CreateTableRequest, LoadedTable, Namespace, TableIdentifier } from '../../../src/commit/port.ts';
-import { SqlCatalog } from '../../../src/commit/sql/catalog.ts';
-import { SqliteDriver } from '../../../src/commit/sql/sqlite.ts';
-import { MemoryObjectStore } from '../../../src/upload/memory.ts';
+  COMMIT_ID_KEY,
+  COMMIT_RETRY_DEFAULTS,
+  ancestry,
+  commitRetryBounds,
+  commitWithRetry,
+  findCommit,
+} from '../../../src/commit/commit-retry.ts';
+import type { CommitEvent, CommitPlan, CommitRetryOptions } from '../../../src/commit/commit-retry.ts';
+import { MemoryCatalog } from '../../../src/commit/memory.ts';
+import type { LoadedTable, TableIdentifier } from '../../../src/commit/port.ts';
+import { FakeClock } from '../../helpers/clock.ts';
 import { commitIds, emptyAppend } from '../../helpers/commits.ts';
 
-type Fault =
-  | 'apply-then-unknown' // the commit lands, the answer is lost
-  | 'unknown' // the answer is lost and the commit did not land
-  | 'retriable' // refused before reaching the catalog
-  | 'config' // refused for good
-  | 'other-writer-first' // another writer commits just before ours: a genuine conflict
-  | 'lands-after-reload'; // outcome unknown; the commit is still in flight and lands right after our next reload
-
-/** Delegates to a real catalog; commit faults are taken from a queue, one per commit call. */
-class FaultyCatalog implements Catalog {
-  readonly name = 'faulty';
-  readonly inner: Catalog;
-  readonly faults: Fault[] = [];
-  commits = 0;
-  loads = 0;
-  #pending: (() => Promise<unknown>) | undefined;
-
-  constructor(inner: Catalog) {
-    this.inner = inner;
-  }
-  listNamespaces(parent?: Namespace): Promise<Namespace[]> {
-    return this.inner.listNamespaces(parent);
-  }
-  namespaceExists(ns: Namespace): Promise<boolean> {
-    return this.inner.namespaceExists(ns);
-  }
-  createNamespace(ns: Namespace, props?: Readonly<Record<string, string>>): Promise<void> {
-    return this.inner.createNamespace(ns, props);
-  }
-  listTables(ns: Namespace): Promise<TableIdentifier[]> {
-    return this.inner.listTables(ns);
-  }
-  tableExists(id: TableIdentifier): Promise<boolean> {
-    return this.inner.tableExists(id);
-  }
-  createTable(id: TableIdentifier, r: CreateTableRequest): Promise<LoadedTable> {
-    return this.inner.createTable(id, r);
-  }
-  async loadTable(id: TableIdentifier): Promise<LoadedTable> {
-    this.loads++;
-    const table = await this.inner.loadTable(id);
-    const pending = this.#pending;
-    this.#pending = undefined;
-    if (pending !== undefined) await pending(); // lands after the caller's view was taken
-    return table;
-  }
-  dropTable(id: TableIdentifier): Promise<void> {
-    return this.inner.dropTable(id);
-  }
-  close(): Promise<void> {
-    return this.inner.close();
-  }
-  async commitTable(id: TableIdentifier, reqs: readonly TableRequirement[], updates: readonly TableUpdate[], o?: CommitOptions): Promise<LoadedTable> {
-    this.commits++;
-    const fault = this.faults.shift();
-    switch (fault) {
-      case undefined:
-        return this.inner.commitTable(id, reqs, updates, o);
-      case 'apply-then-unknown':
-        await this.inner.commitTable(id, reqs, updates, o);
-        throw new CommitStateUnknownError('answer lost (injected)');
-      case 'unknown':
-        throw new CommitStateUnknownError('answer lost before applying (injected)');
-      case 'retriable':
-        throw new RetriableError('connection refused (injected)');
-      case 'config':
-        throw new ConfigError('bad request (injected)');
-      case 'other-writer-first': {
-        const table = await this.inner.loadTable(id);
-        const other = await emptyAppend(table, `other-${randomUUID()}`);
-        await this.inner.commitTable(id, other.requirements, other.updates);
-        return this.inner.commitTable(id, reqs, updates, o);
-      }
-      case 'lands-after-reload':
-        this.#pending = () => this.inner.commitTable(id, reqs, updates, o);
-        throw new CommitStateUnknownError('time-out (injected); the request is still in flight');
-    }
-  }
-}
-
-async function setup(): Promise<{ catalog: FaultyCatalog; id: TableIdentifier }> {
-  const inner = new SqlCatalog({
-    name: 'unit',
-    driver: new SqliteDriver({ path: ':memory:' }),
-    store: new MemoryObjectStore(),
-    warehouse: 's3://warehouse/unit',
-  });
-  await inner.createNamespace(['db']);
-  const id = { namespace: ['db'], name: `t_${randomUUID().slice(0, 8)}` };
-  await inner.createTable(id, { schema: { schemaId: 0, fields: [{ id: 1, name: 'id', required: true, type: { kind: 'long' } }] } });
-  return { catalog: new FaultyCatalog(inner), id };
+async function setup(properties: Record<string, string> = {}): Promise<{ catalog: MemoryCatalog; id: TableIdentifier }> {
+  const catalog = new MemoryCatalog();
+  await catalog.createNamespace(['db']);
+  const id = { namespace: ['db'], name: 't' };
+  await catalog.createTable(id, { schema: { schemaId: 0, fields: [{ id: 1, name: 'id', required: true, type: { kind: 'long' } }] }, properties });
+  return { catalog, id };
 }
 
 function appendPlan(commitId: string = randomUUID()): CommitPlan & { builds: number } {
@@ -130,12 +43,13 @@ function appendPlan(commitId: string = randomUUID()): CommitPlan & { builds: num
   return plan;
 }
 
-const fast = { sleep: async () => undefined, random: () => 0 };
+/** Waits take no real time. */
+const fast = (extra: CommitRetryOptions = {}): CommitRetryOptions => ({ clock: new FakeClock(), ...extra });
 
 test('no fault: one attempt, confirmed by the response', async () => {
   const { catalog, id } = await setup();
   const plan = appendPlan();
-  const out = await commitWithRetry(catalog, id, plan, fast);
+  const out = await commitWithRetry(catalog, id, plan, fast());
   assert.equal(out.status, 'committed');
   assert.equal(out.status === 'committed' && out.resolvedBy, 'response');
   assert.deepEqual(commitIds(await catalog.loadTable(id)), [plan.commitId]);
@@ -143,10 +57,10 @@ test('no fault: one attempt, confirmed by the response', async () => {
 
 test('unknown outcome that landed: resolved by finding the commit id on reload, never resent', async () => {
   const { catalog, id } = await setup();
-  catalog.faults.push('apply-then-unknown');
+  catalog.commitFaults.push('apply-then-unknown');
   const events: CommitEvent['kind'][] = [];
   const plan = appendPlan();
-  const out = await commitWithRetry(catalog, id, plan, { ...fast, onEvent: (e) => events.push(e.kind) });
+  const out = await commitWithRetry(catalog, id, plan, fast({ onEvent: (e) => events.push(e.kind) }));
   assert.deepEqual(out.status === 'committed' && [out.status, out.resolvedBy], ['committed', 'reload']);
   assert.equal(catalog.commits, 1, 'no second commit request');
   assert.deepEqual(commitIds(await catalog.loadTable(id)), [plan.commitId]);
@@ -155,9 +69,9 @@ test('unknown outcome that landed: resolved by finding the commit id on reload, 
 
 test('unknown outcome that did not land: reload finds nothing, the rebuilt commit lands once', async () => {
   const { catalog, id } = await setup();
-  catalog.faults.push('unknown', 'unknown');
+  catalog.commitFaults.push('unknown', 'unknown');
   const plan = appendPlan();
-  const out = await commitWithRetry(catalog, id, plan, fast);
+  const out = await commitWithRetry(catalog, id, plan, fast());
   assert.equal(out.status === 'committed' && out.resolvedBy, 'response');
   assert.equal(catalog.commits, 3);
   assert.equal(plan.builds, 3, 'each attempt is built against a fresh reload');
@@ -166,10 +80,10 @@ test('unknown outcome that did not land: reload finds nothing, the rebuilt commi
 
 test('an in-flight commit that lands after our reload: the resend conflicts, the next reload finds it — once', async () => {
   const { catalog, id } = await setup();
-  catalog.faults.push('lands-after-reload');
+  catalog.commitFaults.push('lands-after-reload');
   const events: CommitEvent['kind'][] = [];
   const plan = appendPlan();
-  const out = await commitWithRetry(catalog, id, plan, { ...fast, onEvent: (e) => events.push(e.kind) });
+  const out = await commitWithRetry(catalog, id, plan, fast({ onEvent: (e) => events.push(e.kind) }));
   assert.equal(out.status === 'committed' && out.resolvedBy, 'reload');
   assert.deepEqual(events, ['attempt', 'unknown-outcome', 'attempt', 'conflict', 'found-applied']);
   assert.deepEqual(commitIds(await catalog.loadTable(id)), [plan.commitId], 'exactly one snapshot carries our commit id');
@@ -177,37 +91,37 @@ test('an in-flight commit that lands after our reload: the resend conflicts, the
 
 test('a genuine conflict (another writer first): reload, rebuild on top of it, land once', async () => {
   const { catalog, id } = await setup();
-  catalog.faults.push('other-writer-first');
+  catalog.commitFaults.push('other-writer-first');
   const plan = appendPlan();
-  const out = await commitWithRetry(catalog, id, plan, fast);
+  const out = await commitWithRetry(catalog, id, plan, fast());
   assert.equal(out.status, 'committed');
   const ids = commitIds(await catalog.loadTable(id));
   assert.equal(ids.length, 2);
-  assert.match(ids[0] ?? '', /^other-/);
+  assert.equal(ids[0], undefined, 'the other writer’s snapshot (it carries no commit id) comes first');
   assert.equal(ids[1], plan.commitId, 'ours is built on top of the other writer’s snapshot');
 });
 
 test('a retriable refusal is retried after a reload', async () => {
   const { catalog, id } = await setup();
-  catalog.faults.push('retriable');
+  catalog.commitFaults.push('retriable');
   const plan = appendPlan();
-  await commitWithRetry(catalog, id, plan, fast);
+  await commitWithRetry(catalog, id, plan, fast());
   assert.deepEqual(commitIds(await catalog.loadTable(id)), [plan.commitId]);
 });
 
 test('a restarted committer finds its commit already applied and sends nothing', async () => {
   const { catalog, id } = await setup();
   const plan = appendPlan();
-  await commitWithRetry(catalog, id, plan, fast);
+  await commitWithRetry(catalog, id, plan, fast());
   const before = catalog.commits;
-  const again = await commitWithRetry(catalog, id, appendPlan(plan.commitId), fast);
+  const again = await commitWithRetry(catalog, id, appendPlan(plan.commitId), fast());
   assert.equal(again.status, 'already-applied');
   assert.equal(catalog.commits, before);
 });
 
 test('nothing to commit: build answers undefined, nothing is sent', async () => {
   const { catalog, id } = await setup();
-  const out = await commitWithRetry(catalog, id, { commitId: 'c', build: () => undefined }, fast);
+  const out = await commitWithRetry(catalog, id, { commitId: 'c', build: () => undefined }, fast());
   assert.equal(out.status, 'nothing-to-commit');
   assert.equal(catalog.commits, 0);
 });
@@ -215,70 +129,61 @@ test('nothing to commit: build answers undefined, nothing is sent', async () => 
 test('a request that does not assert the branch snapshot is refused before sending (it could land twice)', async () => {
   const { catalog, id } = await setup();
   const plan: CommitPlan = { commitId: 'x', build: () => ({ requirements: [], updates: [{ action: 'set-properties', updates: { a: 'b' } }] }) };
-  await assert.rejects(commitWithRetry(catalog, id, plan, fast), FatalError);
+  await assert.rejects(commitWithRetry(catalog, id, plan, fast()), FatalError);
   assert.equal(catalog.commits, 0);
 });
 
 test('a ConfigError from the catalog is thrown at once, without retry', async () => {
   const { catalog, id } = await setup();
-  catalog.faults.push('config');
-  await assert.rejects(commitWithRetry(catalog, id, appendPlan(), fast), ConfigError);
+  catalog.commitFaults.push('config');
+  await assert.rejects(commitWithRetry(catalog, id, appendPlan(), fast()), ConfigError);
   assert.equal(catalog.commits, 1);
 });
 
 test('exhausted on unknown outcomes: CommitStateUnknownError (the caller must keep its files), nothing landed', async () => {
   const { catalog, id } = await setup();
-  catalog.faults.push('unknown', 'unknown', 'unknown');
-  await assert.rejects(commitWithRetry(catalog, id, appendPlan(), { ...fast, maxAttempts: 3 }), CommitStateUnknownError);
+  catalog.commitFaults.push('unknown', 'unknown', 'unknown');
+  await assert.rejects(commitWithRetry(catalog, id, appendPlan(), fast({ retry: { maxAttempts: 3 } })), CommitStateUnknownError);
   assert.equal(catalog.commits, 3);
   assert.deepEqual(commitIds(await catalog.loadTable(id)), []);
 });
 
 test('exhausted on conflicts: CommitConflictError; each retry was rebuilt on the newest snapshot, ours never landed', async () => {
   const { catalog, id } = await setup();
-  catalog.faults.push('other-writer-first', 'other-writer-first');
+  catalog.commitFaults.push('other-writer-first', 'other-writer-first');
   const plan = appendPlan();
-  await assert.rejects(commitWithRetry(catalog, id, plan, { ...fast, maxAttempts: 2 }), CommitConflictError);
+  await assert.rejects(commitWithRetry(catalog, id, plan, fast({ retry: { maxAttempts: 2 } })), CommitConflictError);
   assert.equal(plan.builds, 2);
   const ids = commitIds(await catalog.loadTable(id));
   assert.equal(ids.length, 2);
-  assert.ok(ids.every((c) => c?.startsWith('other-')), 'only the other writer’s snapshots');
+  assert.ok(ids.every((c) => c === undefined), 'only the other writer’s snapshots');
 });
 
 test('after an unknown outcome, a table that cannot be reloaded leaves the outcome unknown', async () => {
   const { catalog, id } = await setup();
-  catalog.faults.push('unknown');
-  const original = catalog.loadTable.bind(catalog);
-  let loads = 0;
-  catalog.loadTable = async (tid) => {
-    if (++loads > 1) throw new RetriableError('catalog down (injected)');
-    return original(tid);
-  };
-  await assert.rejects(commitWithRetry(catalog, id, appendPlan(), { ...fast, reloadAttempts: 2 }), (e: unknown) => {
+  const base = await catalog.loadTable(id);
+  catalog.commitFaults.push('unknown');
+  catalog.loadFaults.push('retriable', 'retriable'); // every reload after the lost answer fails
+  await assert.rejects(commitWithRetry(catalog, id, appendPlan(), fast({ reloadAttempts: 2 }), base), (e: unknown) => {
     assert.ok(e instanceof CommitStateUnknownError);
     assert.ok((e as IcefloeError).cause instanceof RetriableError);
     return true;
   });
+  assert.equal(catalog.commits, 1, 'never resent blindly');
 });
 
 test('backoff between attempts grows and is capped', async () => {
   const { catalog, id } = await setup();
-  catalog.faults.push('unknown', 'unknown', 'unknown', 'unknown');
-  const sleeps: number[] = [];
-  await commitWithRetry(catalog, id, appendPlan(), {
-    sleep: async (ms) => {
-      sleeps.push(ms);
-    },
-    random: () => 1,
-    baseDelayMs: 100,
-    maxDelayMs: 500,
-  });
-  assert.deepEqual(sleeps, [100, 200, 400, 500]);
+  catalog.commitFaults.push('unknown', 'unknown', 'unknown', 'unknown');
+  const clock = new FakeClock();
+  // random 1 is the top of the jitter range: each wait is 3 × the one before, up to the cap.
+  await commitWithRetry(catalog, id, appendPlan(), { clock, random: () => 1, retry: { initialDelayMs: 10, maxDelayMs: 500 } });
+  assert.deepEqual(clock.sleeps, [30, 90, 270, 500]);
 });
 
 test('findCommit walks only the branch’s ancestry and stops where snapshots expired', async () => {
   const { catalog, id } = await setup();
-  for (const c of ['c1', 'c2', 'c3']) await commitWithRetry(catalog, id, appendPlan(c), fast);
+  for (const c of ['c1', 'c2', 'c3']) await commitWithRetry(catalog, id, appendPlan(c), fast());
   const table = await catalog.loadTable(id);
   assert.deepEqual([...ancestry(table.metadata)].map((s) => s.summary[COMMIT_ID_KEY]), ['c3', 'c2', 'c1']);
   assert.equal(findCommit(table.metadata, 'c1')?.summary[COMMIT_ID_KEY], 'c1');
@@ -292,7 +197,7 @@ test('findCommit walks only the branch’s ancestry and stops where snapshots ex
 
 test('a property-only commit supplies its own isApplied check', async () => {
   const { catalog, id } = await setup();
-  catalog.faults.push('apply-then-unknown');
+  catalog.commitFaults.push('apply-then-unknown');
   const commitId = randomUUID();
   const plan: CommitPlan = {
     commitId,
@@ -302,7 +207,82 @@ test('a property-only commit supplies its own isApplied check', async () => {
     }),
     isApplied: (t) => t.metadata.properties[COMMIT_ID_KEY] === commitId,
   };
-  const out = await commitWithRetry(catalog, id, plan, fast);
+  const out = await commitWithRetry(catalog, id, plan, fast());
   assert.equal(out.status === 'committed' && out.resolvedBy, 'reload');
   assert.equal(catalog.commits, 1);
+});
+
+test('the retry bounds come from the table’s commit.retry.* properties, with Java’s defaults', async () => {
+  assert.deepEqual(commitRetryBounds({}), { maxAttempts: 5, initialDelayMs: 100, maxDelayMs: 60_000, totalTimeoutMs: 1_800_000 });
+  assert.deepEqual(COMMIT_RETRY_DEFAULTS, commitRetryBounds({}));
+  assert.deepEqual(
+    commitRetryBounds({
+      'commit.retry.num-retries': '0',
+      'commit.retry.min-wait-ms': '5000',
+      'commit.retry.max-wait-ms': '2000',
+      'commit.retry.total-timeout-ms': ' 10 ',
+    }),
+    { maxAttempts: 1, initialDelayMs: 2000, maxDelayMs: 2000, totalTimeoutMs: 10 },
+    'a minimum above the maximum waits the maximum, as Java does',
+  );
+  for (const bad of ['-1', 'x', '', '1.5']) {
+    assert.throws(() => commitRetryBounds({ 'commit.retry.num-retries': bad }), ConfigError, JSON.stringify(bad));
+  }
+
+  const { catalog, id } = await setup({ 'commit.retry.num-retries': '1', 'commit.retry.min-wait-ms': '7', 'commit.retry.max-wait-ms': '7' });
+  catalog.commitFaults.push('unknown', 'unknown');
+  const clock = new FakeClock();
+  await assert.rejects(commitWithRetry(catalog, id, appendPlan(), { clock }), CommitStateUnknownError);
+  assert.equal(catalog.commits, 2, 'num-retries 1: two attempts');
+  assert.deepEqual(clock.sleeps, [7], 'min-wait = max-wait = 7 ms');
+});
+
+test('commit.retry.total-timeout-ms: no attempt starts after it', async () => {
+  const props = { 'commit.retry.min-wait-ms': '600', 'commit.retry.max-wait-ms': '600', 'commit.retry.total-timeout-ms': '1000' };
+  const { catalog, id } = await setup(props);
+  catalog.commitFaults.push('retriable', 'retriable', 'retriable');
+  await assert.rejects(commitWithRetry(catalog, id, appendPlan(), fast()), RetriableError);
+  assert.equal(catalog.commits, 2, 'attempts at 0 and 600 ms; a third would start at 1200 ms');
+});
+
+test('the caller’s retry bounds override the table’s properties; an unusable property sends nothing', async () => {
+  const { catalog, id } = await setup({ 'commit.retry.num-retries': '0' });
+  catalog.commitFaults.push('retriable', 'retriable');
+  const plan = appendPlan();
+  await commitWithRetry(catalog, id, plan, fast({ retry: { maxAttempts: 3 } }));
+  assert.deepEqual(commitIds(await catalog.loadTable(id)), [plan.commitId]);
+
+  const broken = await setup({ 'commit.retry.max-wait-ms': 'soon' });
+  await assert.rejects(commitWithRetry(broken.catalog, broken.id, appendPlan(), fast()), ConfigError);
+  assert.equal(broken.catalog.commits, 0);
+});
+
+test('stopping (shouldStop) still takes one last look: a commit that landed is found, never resent', async () => {
+  const { catalog, id } = await setup();
+  catalog.commitFaults.push('apply-then-unknown');
+  const out = await commitWithRetry(catalog, id, appendPlan(), fast({ shouldStop: () => true }));
+  assert.equal(out.status === 'committed' && out.resolvedBy, 'reload');
+  assert.equal(catalog.commits, 1);
+});
+
+test('an abort while an outcome is open is CommitStateUnknownError (keep the files); otherwise the abort reason', async () => {
+  const reason = new Error('worker stopping');
+  const open = await setup();
+  open.catalog.commitFaults.push('unknown');
+  const ac = new AbortController();
+  const clock = new FakeClock();
+  clock.onSleep = () => ac.abort(reason);
+  await assert.rejects(commitWithRetry(open.catalog, open.id, appendPlan(), { clock, signal: ac.signal }), (e: unknown) => {
+    assert.ok(e instanceof CommitStateUnknownError);
+    assert.equal(e.cause, reason);
+    return true;
+  });
+  assert.equal(open.catalog.commits, 1);
+
+  const conflicted = await setup();
+  conflicted.catalog.commitFaults.push('retriable');
+  const ac2 = new AbortController();
+  const clock2 = new FakeClock();
+  clock2.onSleep = () => ac2.abort(reason);
+  await assert.rejects(commitWithRetry(conflicted.catalog, conflicted.id, appendPlan(), { clock: clock2, signal: ac2.signal }), (e: unknown) => e === reason);
 });

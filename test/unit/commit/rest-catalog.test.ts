@@ -24,6 +24,7 @@ import type { RestCatalogConfig } from '../../../src/commit/rest/catalog.ts';
 import type { Schema } from '../../../src/commit/model.ts';
 import { MiniRestCatalog } from '../../helpers/mini-rest-catalog.ts';
 import type { MiniRestOptions } from '../../helpers/mini-rest-catalog.ts';
+import { FakeClock } from '../../helpers/clock.ts';
 import { commitIds, emptyAppend } from '../../helpers/commits.ts';
 
 const schema: Schema = { schemaId: 0, fields: [{ id: 1, name: 'id', required: true, type: { kind: 'long' } }] };
@@ -35,7 +36,7 @@ async function withCatalog(
   fn: (server: MiniRestCatalog, catalog: RestCatalog) => Promise<void>,
 ): Promise<void> {
   const server = await new MiniRestCatalog(options).start();
-  const catalog = new RestCatalog({ uri: server.uri, sleep: async () => undefined, requestTimeoutMs: 2000, ...config });
+  const catalog = new RestCatalog({ uri: server.uri, clock: new FakeClock(), requestTimeoutMs: 2000, ...config });
   try {
     await fn(server, catalog);
   } finally {
@@ -117,7 +118,7 @@ test('a commit that provably never reached the catalog is RetriableError: connec
       s.close(() => resolve(p));
     });
   });
-  const dead = new RestCatalog({ uri: `http://127.0.0.1:${port}`, sleep: async () => undefined, readAttempts: 2 });
+  const dead = new RestCatalog({ uri: `http://127.0.0.1:${port}`, clock: new FakeClock(), readRetry: { maxAttempts: 2 } });
   await assert.rejects(dead.loadTable(T), RetriableError);
   await withCatalog({}, {}, async (server, catalog) => {
     await withTable(server, catalog);
@@ -128,7 +129,7 @@ test('a commit that provably never reached the catalog is RetriableError: connec
 });
 
 test('reads are retried on 5xx and resets, then give up with RetriableError', async () => {
-  await withCatalog({}, { readAttempts: 3 }, async (server, catalog) => {
+  await withCatalog({}, { readRetry: { maxAttempts: 3 } }, async (server, catalog) => {
     await withTable(server, catalog);
     server.hooks.push({ method: 'GET', path: /\/tables\/events$/, times: 2, action: { status: 503 } });
     assert.equal((await catalog.loadTable(T)).identifier.name, 'events');
@@ -249,6 +250,9 @@ test('OAuth2 client credentials: one token for many calls, refreshed before expi
     await catalog.loadTable(T);
     assert.equal(issued, 3, 'a 401 drops the token and the request is sent once more');
     assert.ok(server.apiRequests().every((r) => r.headers.authorization !== undefined));
+    revoked = new Set(Array.from({ length: 100 }, (_, i) => `tok-${i + 1}`)); // now every token is refused
+    await assert.rejects(catalog.loadTable(T), ConfigError);
+    assert.equal(issued, 4, 'one fresh token per call, then the second 401 is final');
   });
 });
 
@@ -271,7 +275,7 @@ test('committer over REST: a commit applied whose answer is lost (502) resolves 
     let lost = 0;
     const flaky = new RestCatalog({
       uri: server.uri,
-      sleep: async () => undefined,
+      clock: new FakeClock(),
       fetch: async (input, init) => {
         const res = await fetch(input, init);
         if (init?.method === 'POST' && String(input).endsWith('/tables/events') && lost === 0) {
@@ -283,7 +287,7 @@ test('committer over REST: a commit applied whose answer is lost (502) resolves 
       },
     });
     const commitId = 'commit-1';
-    const out = await commitWithRetry(flaky, T, { commitId, build: (t) => emptyAppend(t, commitId) }, { sleep: async () => undefined });
+    const out = await commitWithRetry(flaky, T, { commitId, build: (t) => emptyAppend(t, commitId) }, { clock: new FakeClock() });
     assert.equal(out.status === 'committed' && out.resolvedBy, 'reload');
     const posts = server.apiRequests().filter((r) => r.method === 'POST' && r.path.endsWith('/tables/events'));
     assert.equal(posts.length, 1, 'the commit was sent once, never resent');
