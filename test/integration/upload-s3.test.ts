@@ -24,8 +24,7 @@ function store(endpoint: string, extra: Partial<ConstructorParameters<typeof S3O
     ...s3Settings(endpoint),
     partSizeBytes: 5 * MiB,
     multipartThresholdBytes: 5 * MiB,
-    baseDelayMs: 20,
-    maxDelayMs: 200,
+    retry: { initialDelayMs: 20, maxDelayMs: 200 },
     ...extra,
   });
   stores.push(s);
@@ -120,7 +119,7 @@ test('S3 via the fault proxy: a part that keeps failing aborts the upload; nothi
   await stack();
   const e = stackEndpoints();
   const proxy = new FaultProxy(e.proxyControlUrl);
-  const s = store(e.proxyS3Endpoint, { maxAttempts: 3 });
+  const s = store(e.proxyS3Endpoint, { retry: { initialDelayMs: 20, maxDelayMs: 200, maxAttempts: 3 } });
   const prefix = `it-upload/${randomUUID()}/`;
   const key = `${prefix}broken.bin`;
   const rule = await proxy.arm({

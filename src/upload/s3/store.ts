@@ -3,7 +3,7 @@
  *
  * Owns: single-request puts below a threshold and multipart uploads above it (parts ≥ 5 MiB, a bounded
  * number in flight, aborted when the source or any part fails, so no half-written upload lingers);
- * our own bounded retries with jittered exponential backoff for throttling, 5xx, resets and time-outs
+ * our own bounded retries (core/retry.ts's policy) for throttling, 5xx, resets and time-outs
  * (the SDK's retries are off so that one place decides, and tests can see every attempt); translating
  * SDK errors into our classes once (`classifyS3Error`), by status code, error name and errno — never by
  * message text.
@@ -36,6 +36,8 @@ import type {
   UploadPartCommandOutput,
 } from '@aws-sdk/client-s3';
 import { ConfigError, FatalError, IcefloeError, RetriableError } from '../../core/errors.ts';
+import { checkBounds, retry, systemClock } from '../../core/retry.ts';
+import type { RetryBounds, RetryClock } from '../../core/retry.ts';
 import { formatLocation, parseLocation } from '../location.ts';
 import { ObjectExistsError, ObjectNotFoundError, iterateChunks } from '../port.ts';
 import { ByteQueue } from './byte-queue.ts';
@@ -77,16 +79,13 @@ export interface S3StoreConfig {
   readonly partSizeBytes?: number;
   /** Parts uploaded concurrently (default 2). */
   readonly maxConcurrentParts?: number;
-  /** Attempts per request, first included (default 5). */
-  readonly maxAttempts?: number;
-  /** Backoff: base and cap of the jittered exponential delay (defaults 100 ms, 5 s). */
-  readonly baseDelayMs?: number;
-  readonly maxDelayMs?: number;
+  /** Retries of one request (default 5 attempts, first included; waits of 100 ms up to 5 s; no total limit). */
+  readonly retry?: Partial<RetryBounds>;
   /** Per-attempt time-out (default 60 s). */
   readonly requestTimeoutMs?: number;
   /** Test seams. */
   readonly client?: S3Sender;
-  readonly sleep?: (ms: number) => Promise<void>;
+  readonly clock?: RetryClock;
   readonly random?: () => number;
 }
 
@@ -214,11 +213,9 @@ export class S3ObjectStore implements ObjectStore {
   readonly #partSize: number;
   readonly #threshold: number;
   readonly #concurrency: number;
-  readonly #maxAttempts: number;
-  readonly #baseDelayMs: number;
-  readonly #maxDelayMs: number;
+  readonly #retry: RetryBounds;
   readonly #timeoutMs: number;
-  readonly #sleep: (ms: number) => Promise<void>;
+  readonly #clock: RetryClock;
   readonly #random: () => number;
 
   constructor(config: S3StoreConfig) {
@@ -228,11 +225,9 @@ export class S3ObjectStore implements ObjectStore {
     }
     this.#threshold = Math.max(config.multipartThresholdBytes ?? 16 * MiB, this.#partSize);
     this.#concurrency = Math.max(1, config.maxConcurrentParts ?? 2);
-    this.#maxAttempts = Math.max(1, config.maxAttempts ?? 5);
-    this.#baseDelayMs = config.baseDelayMs ?? 100;
-    this.#maxDelayMs = config.maxDelayMs ?? 5000;
+    this.#retry = checkBounds({ maxAttempts: 5, initialDelayMs: 100, maxDelayMs: 5000, totalTimeoutMs: Infinity, ...config.retry });
     this.#timeoutMs = config.requestTimeoutMs ?? 60_000;
-    this.#sleep = config.sleep ?? ((ms) => new Promise((resolve) => setTimeout(resolve, ms)));
+    this.#clock = config.clock ?? systemClock;
     this.#random = config.random ?? Math.random;
     if (config.client !== undefined) {
       this.#client = config.client;
@@ -255,34 +250,23 @@ export class S3ObjectStore implements ObjectStore {
     return { bucket: p.bucket, key: p.key, rawScheme: p.rawScheme };
   }
 
-  /** Jittered exponential backoff: half fixed, half random, capped. */
-  #delay(attempt: number): number {
-    const ceiling = Math.min(this.#maxDelayMs, this.#baseDelayMs * 2 ** (attempt - 1));
-    return Math.round(ceiling / 2 + (this.#random() * ceiling) / 2);
-  }
-
   /**
    * Runs `fn` (one request, including reading its body) with a per-attempt time-out and bounded
-   * retries of retriable failures. Anything else, or the last failure, leaves as our error class.
+   * retries of retriable failures. Every failure leaves as our error class, translated once, here.
    */
-  async #attempt<T>(op: string, location: string, fn: (signal: AbortSignal) => Promise<T>, signal?: AbortSignal): Promise<T> {
-    for (let attempt = 1; ; attempt++) {
-      signal?.throwIfAborted();
-      const timeout = AbortSignal.timeout(this.#timeoutMs);
-      const combined = signal === undefined ? timeout : AbortSignal.any([signal, timeout]);
-      try {
-        return await fn(combined);
-      } catch (e) {
-        if (signal?.aborted === true) throw signal.reason;
-        if (e instanceof IcefloeError) throw e;
-        const kind = classifyS3Error(e, timeout.aborted);
-        if (kind === 'retriable' && attempt < this.#maxAttempts) {
-          await this.#sleep(this.#delay(attempt));
-          continue;
+  #attempt<T>(op: string, location: string, fn: (signal: AbortSignal) => Promise<T>, signal?: AbortSignal): Promise<T> {
+    return retry(
+      async (attempt) => {
+        const timeout = AbortSignal.timeout(this.#timeoutMs);
+        try {
+          return await fn(signal === undefined ? timeout : AbortSignal.any([signal, timeout]));
+        } catch (e) {
+          if (e instanceof IcefloeError) throw e;
+          throw this.#translate(e, classifyS3Error(e, timeout.aborted), op, location, attempt);
         }
-        throw this.#translate(e, kind, op, location, attempt);
-      }
-    }
+      },
+      { bounds: this.#retry, clock: this.#clock, random: this.#random, signal, retriable: (e) => e instanceof RetriableError },
+    );
   }
 
   #translate(e: unknown, kind: S3ErrorKind, op: string, location: string, attempts: number): IcefloeError {

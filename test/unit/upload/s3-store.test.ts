@@ -22,6 +22,7 @@ import { ConfigError, FatalError, RetriableError } from '../../../src/core/error
 import { ObjectExistsError, ObjectNotFoundError } from '../../../src/upload/port.ts';
 import { MIN_PART_SIZE, S3ObjectStore, classifyS3Error } from '../../../src/upload/s3/store.ts';
 import type { S3Command, S3Sender } from '../../../src/upload/s3/store.ts';
+import { FakeClock } from '../../helpers/clock.ts';
 
 const MiB = 1024 * 1024;
 
@@ -135,19 +136,17 @@ class FakeS3 implements S3Sender {
 }
 
 function storeOn(fake: FakeS3, extra: Partial<ConstructorParameters<typeof S3ObjectStore>[0]> = {}): { store: S3ObjectStore; sleeps: number[] } {
-  const sleeps: number[] = [];
+  const clock = new FakeClock();
   const store = new S3ObjectStore({
     region: 'us-east-1',
     client: fake,
-    sleep: async (ms) => {
-      sleeps.push(ms);
-    },
+    clock,
     random: () => 0.5,
     partSizeBytes: MIN_PART_SIZE,
     multipartThresholdBytes: MIN_PART_SIZE,
     ...extra,
   });
-  return { store, sleeps };
+  return { store, sleeps: clock.sleeps };
 }
 
 async function* chunks(bytes: Uint8Array, size: number): AsyncGenerator<Uint8Array> {
@@ -180,17 +179,17 @@ test('classifyS3Error: by status, AWS error name and errno; never by message', (
 test('retries throttling and resets with growing backoff, then succeeds', async () => {
   const fake = new FakeS3();
   fake.fault = (c, n) => (c instanceof PutObjectCommand && n < 3 ? { before: n === 1 ? netError('ECONNRESET') : sdkError('SlowDown', 503) } : undefined);
-  const { store, sleeps } = storeOn(fake, { baseDelayMs: 100 });
+  const { store, sleeps } = storeOn(fake, { retry: { initialDelayMs: 100 } });
   await store.put('s3://b/k', new Uint8Array([1, 2, 3]));
   assert.deepEqual(fake.calls, ['PutObject', 'PutObject', 'PutObject', 'PutObject']);
-  assert.deepEqual(sleeps, [75, 150, 300], 'jittered exponential backoff (random fixed at 0.5)');
+  assert.deepEqual(sleeps, [200, 350, 575], 'core/retry.ts back-off, random fixed at 0.5: 100 + 0.5 × (3 × previous − 100)');
   assert.deepEqual([...(fake.objects.get('b/k')?.body ?? [])], [1, 2, 3]);
 });
 
 test('gives up after maxAttempts with a RetriableError carrying status, code and attempts', async () => {
   const fake = new FakeS3();
   fake.fault = () => ({ before: sdkError('SlowDown', 503) });
-  const { store } = storeOn(fake, { maxAttempts: 3 });
+  const { store } = storeOn(fake, { retry: { maxAttempts: 3 } });
   await assert.rejects(store.get('s3://b/k'), (e: unknown) => {
     assert.ok(e instanceof RetriableError);
     assert.deepEqual({ ...e.context }, { op: 'get', location: 's3://b/k', attempts: 3, status: 503, awsCode: 'SlowDown' });
@@ -252,7 +251,7 @@ test('putStream: at most maxConcurrentParts parts are in flight (bounded memory)
 test('putStream: a part that keeps failing aborts the upload; no object, no open upload', async () => {
   const fake = new FakeS3();
   fake.fault = (c) => (c instanceof UploadPartCommand && c.input.PartNumber === 2 ? { before: sdkError('InternalError', 500) } : undefined);
-  const { store } = storeOn(fake, { maxAttempts: 2 });
+  const { store } = storeOn(fake, { retry: { maxAttempts: 2 } });
   await assert.rejects(store.putStream('s3://b/broken', chunks(randomBytes(3 * MIN_PART_SIZE), MiB)), RetriableError);
   assert.equal(fake.objects.has('b/broken'), false);
   assert.equal(fake.uploads.size, 0, 'the multipart upload was aborted');
