@@ -7,6 +7,8 @@
  * Owns: the schedule and the retry of failed rounds. Must not: plan or commit (ConnectorCommitter does).
  */
 import type { Logger } from '../core/log.ts';
+import { Backoff } from '../core/retry.ts';
+import type { BackoffBounds } from '../core/retry.ts';
 
 /** What the loop drives (ConnectorCommitter). */
 export interface CommitRounds {
@@ -18,23 +20,30 @@ export interface CommitterLoopOptions {
   readonly log: Logger;
   /** Delay between an announcement and the round it triggers (more tasks' cycles land in one round). */
   readonly wakeDelayMs?: number;
-  /** Pause after a failed round before the next. */
-  readonly retryDelayMs?: number;
+  /** Pauses after failed rounds (core/retry.ts: growing with consecutive failures, with jitter). */
+  readonly retry?: BackoffBounds;
 }
 
 const WAKE_DELAY_MS = 250;
-const RETRY_DELAY_MS = 2_000;
+const ROUND_BACKOFF: BackoffBounds = { initialDelayMs: 2_000, maxDelayMs: 30_000 };
 
 export class CommitterLoop {
   private readonly committer: CommitRounds;
   private readonly o: CommitterLoopOptions;
+  private readonly backoff: Backoff;
   private stopping = false;
+  /**
+   * An announcement came during a round or a back-off, possibly after the round read the control topic:
+   * the next round then follows as soon as a wake outside a round would, not a whole interval later.
+   */
+  private wokenMeanwhile = false;
   private wakeHandler: () => void = () => undefined;
   private readonly loop: Promise<void>;
 
   constructor(committer: CommitRounds, options: CommitterLoopOptions) {
     this.committer = committer;
     this.o = options;
+    this.backoff = new Backoff(options.retry ?? ROUND_BACKOFF);
     this.loop = this.run();
   }
 
@@ -57,29 +66,41 @@ export class CommitterLoop {
 
   private async run(): Promise<void> {
     const wakeDelay = this.o.wakeDelayMs ?? WAKE_DELAY_MS;
-    // An announcement during a round may have landed after the round read the control topic: the next
-    // round then follows it as soon as a wake outside a round would, not a whole interval later.
-    let wokenDuringRound = false;
     while (!this.stopping) {
       await new Promise<void>((resolve) => {
-        const timer = setTimeout(resolve, wokenDuringRound ? wakeDelay : this.o.intervalMs);
-        wokenDuringRound = false;
+        const timer = setTimeout(resolve, this.wokenMeanwhile ? wakeDelay : this.o.intervalMs);
+        this.wokenMeanwhile = false;
         this.wakeHandler = () => {
           clearTimeout(timer);
           setTimeout(resolve, this.stopping ? 0 : wakeDelay);
         };
       });
       this.wakeHandler = () => {
-        wokenDuringRound = true;
+        this.wokenMeanwhile = true;
       };
       if (this.stopping) break;
       try {
         await this.committer.round();
+        this.backoff.reset();
       } catch (e) {
-        this.o.log.warn('committer round failed; retrying', { error: describe(e) });
-        await new Promise((resolve) => setTimeout(resolve, this.o.retryDelayMs ?? RETRY_DELAY_MS));
+        const delay = this.backoff.next();
+        this.o.log.warn('committer round failed; retrying', { error: describe(e), consecutive: this.backoff.count, retryInMs: delay });
+        await this.pause(delay);
       }
     }
+  }
+
+  /** Waits out a back-off; `stop()` cuts it short (an announcement does not: it cannot mend a failure). */
+  private pause(ms: number): Promise<void> {
+    return new Promise<void>((resolve) => {
+      const timer = setTimeout(resolve, ms);
+      this.wakeHandler = () => {
+        this.wokenMeanwhile = true;
+        if (!this.stopping) return;
+        clearTimeout(timer);
+        resolve();
+      };
+    });
   }
 }
 

@@ -15,6 +15,7 @@
  */
 import type { CrashPoints } from '../core/crash-points.ts';
 import { RetriableError } from '../core/errors.ts';
+import { Backoff } from '../core/retry.ts';
 import type { Logger } from '../core/log.ts';
 import type { ConnectorConfig } from '../config/connector-config.ts';
 import type { ConverterKind } from '../config/converters.ts';
@@ -61,8 +62,8 @@ export interface TaskMetrics extends WriterMetrics, ChannelMetrics {
 
 const POLL_MAX_RECORDS = 4096;
 const MAX_POLL_WAIT_MS = 200;
-const MIN_BACKOFF_MS = 200;
-const MAX_BACKOFF_MS = 10_000;
+/** The wait after a failed cycle (core/retry.ts: grows with consecutive failures, with jitter). */
+const CYCLE_BACKOFF = { initialDelayMs: 200, maxDelayMs: 10_000 };
 
 export class SinkTask {
   readonly id: number;
@@ -75,8 +76,8 @@ export class SinkTask {
   private readonly writer: SinkWriter;
   private readonly channel: TaskChannel;
   private readonly consumed = { recordsConsumed: 0, bytesConsumed: 0 };
+  private readonly backoff = new Backoff(CYCLE_BACKOFF);
   private stopping = false;
-  private consecutiveFailures = 0;
 
   constructor(deps: SinkTaskDeps) {
     this.d = deps;
@@ -139,7 +140,7 @@ export class SinkTask {
       while (!this.stopping) {
         try {
           await this.pollOnce();
-          this.consecutiveFailures = 0;
+          this.backoff.reset();
         } catch (e) {
           await this.retryLater(e);
         }
@@ -194,9 +195,9 @@ export class SinkTask {
   private async retryLater(e: unknown): Promise<void> {
     if (isFenced(e) || !(e instanceof RetriableError)) throw e;
     if (!this.channel.needsRewind) await this.channel.abandon(e);
-    if (!requiresAbort(e)) this.consecutiveFailures++;
-    this.log.warn('cycle abandoned; reading again from the committed offsets', { error: describe(e), consecutive: this.consecutiveFailures });
-    const delay = Math.min(MAX_BACKOFF_MS, MIN_BACKOFF_MS * 2 ** Math.max(0, this.consecutiveFailures - 1));
+    // A transaction the broker made us abort is a rebalance under way, not trouble: it does not grow the wait.
+    const delay = requiresAbort(e) ? CYCLE_BACKOFF.initialDelayMs : this.backoff.next();
+    this.log.warn('cycle abandoned; reading again from the committed offsets', { error: describe(e), consecutive: this.backoff.count, retryInMs: delay });
     await (this.d.sleep ?? sleep)(delay);
   }
 }

@@ -6,7 +6,8 @@
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { expected, Rig, sortCoordinates, until } from '../runtime/rig.ts';
+import { parseIdentifier } from '../../../src/commit/port.ts';
+import { expected, Rig, sortCoordinates, TABLE, until } from '../runtime/rig.ts';
 
 const messages = (rig: Rig, msg: string): Record<string, unknown>[] => rig.log.filter((l) => l.msg === msg).map((l) => l.fields);
 
@@ -82,4 +83,46 @@ test('a recreated control topic stops the table instead of guessing (fail closed
   assert.equal(committer.tableStatus()[0]?.state, 'STOPPED');
   assert.ok(messages(rig, 'table stopped: nothing is committed to it until an operator repairs it').length > 0, 'logged at error level');
   assert.deepEqual(sortCoordinates(await rig.tableCoordinates()), expected(produced), 'only what was applied before');
+});
+
+/** Snapshots of the table that carry a commit id of this connector. */
+async function ourSnapshots(rig: Rig): Promise<string[]> {
+  const md = (await rig.catalog.loadTable(parseIdentifier(TABLE))).metadata;
+  return md.snapshots.map((s) => s.summary['icefloe.commit-id']).filter((id): id is string => id !== undefined);
+}
+
+test('another writer committed first: the committer reloads, plans again and lands once', async (t) => {
+  const rig = await new Rig({ partitions: 1 }).init();
+  t.after(() => rig.close());
+  const first = await announce(rig, [10]);
+  await rig.committer().round();
+  const second = await announce(rig, [10]);
+  rig.memoryCatalog.commitFaults.push('other-writer-first');
+  await rig.committer().round();
+  assert.equal(rig.memoryCatalog.commitFaults.length, 0, 'the fault fired');
+  const md = (await rig.catalog.loadTable(parseIdentifier(TABLE))).metadata;
+  assert.equal(md.snapshots.length, 3, "ours, the other writer's, and ours again on top of it");
+  assert.equal((await ourSnapshots(rig)).length, 2);
+  assert.deepEqual(sortCoordinates(await rig.tableCoordinates()), expected({ 0: [...(first[0] ?? []), ...(second[0] ?? [])] }));
+});
+
+test('the commit landed but its answer was lost: the committer finds its commit id and never resends', async (t) => {
+  const rig = await new Rig({ partitions: 1 }).init();
+  t.after(() => rig.close());
+  const produced = await announce(rig, [10]);
+  rig.memoryCatalog.commitFaults.push('apply-then-unknown');
+  await rig.committer().round();
+  assert.deepEqual(await ourSnapshots(rig), [(await ourSnapshots(rig))[0]], 'one snapshot with our commit id');
+  assert.equal(messages(rig, 'table committed')[0]?.['resolvedBy'], 'reload');
+  assert.deepEqual(sortCoordinates(await rig.tableCoordinates()), expected(produced));
+});
+
+test('the answer was lost and the commit did not land: it is committed once, after a reload', async (t) => {
+  const rig = await new Rig({ partitions: 1 }).init();
+  t.after(() => rig.close());
+  const produced = await announce(rig, [10]);
+  rig.memoryCatalog.commitFaults.push('unknown');
+  await rig.committer().round();
+  assert.equal((await ourSnapshots(rig)).length, 1);
+  assert.deepEqual(sortCoordinates(await rig.tableCoordinates()), expected(produced));
 });

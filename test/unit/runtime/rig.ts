@@ -1,6 +1,6 @@
 /**
- * A sink connector on memory fakes: the in-memory Kafka (src/consume/memory/), an in-memory object store
- * and a SQL catalog on in-memory SQLite. Drives the real SinkTask, TaskChannel, SinkWriter and
+ * A sink connector on memory fakes: the in-memory Kafka (src/consume/memory/), object store
+ * (src/upload/memory.ts) and catalog (src/commit/memory.ts). Drives the real SinkTask, TaskChannel, SinkWriter and
  * ConnectorCommitter through the exactly-once rules in milliseconds; the e2e suite proves the same on
  * the real services.
  *
@@ -17,8 +17,7 @@ import { MemoryKafka } from '../../../src/consume/memory/index.ts';
 import type { MemoryKafkaSource, MemoryTransactionalProducer } from '../../../src/consume/memory/index.ts';
 import type { Catalog } from '../../../src/commit/port.ts';
 import { parseIdentifier } from '../../../src/commit/port.ts';
-import { SqlCatalog } from '../../../src/commit/sql/catalog.ts';
-import { SqliteDriver } from '../../../src/commit/sql/sqlite.ts';
+import { MemoryCatalog } from '../../../src/commit/memory.ts';
 import { ConnectorCommitter } from '../../../src/coordinate/committer.ts';
 import { readManifest } from '../../../src/iceberg/manifest.ts';
 import { readManifestList } from '../../../src/iceberg/manifest-list.ts';
@@ -67,6 +66,8 @@ export interface RigOptions {
 export class Rig {
   readonly kafka = new MemoryKafka();
   readonly store = new MemoryObjectStore();
+  /** The in-memory catalog (src/commit/memory.ts), with its fault queues and hooks. */
+  readonly memoryCatalog: MemoryCatalog;
   readonly catalog: Catalog;
   readonly connector: ConnectorConfig;
   readonly log: LogLine[] = [];
@@ -76,7 +77,8 @@ export class Rig {
   constructor(options: RigOptions = {}) {
     this.kafka.createTopic(TOPIC, options.partitions ?? 2);
     this.kafka.createTopic(CONTROL, 1, { 'cleanup.policy': 'delete' });
-    this.catalog = new SqlCatalog({ name: 'unit', driver: new SqliteDriver({ path: ':memory:' }), store: this.store, warehouse: 'memory://warehouse' });
+    this.memoryCatalog = new MemoryCatalog({ store: this.store, warehouse: 'memory://warehouse' });
+    this.catalog = this.memoryCatalog;
     this.connector = parseConnectorConfig({
       name: 'orders-sink',
       'connector.class': 'org.apache.iceberg.connect.IcebergSinkConnector',
@@ -87,7 +89,7 @@ export class Rig {
       'iceberg.tables': TABLE,
       'iceberg.tables.auto-create-enabled': 'true',
       'iceberg.control.topic': CONTROL,
-      // The catalog object is built here (an in-memory SQLite SQL catalog); these keys only satisfy validation.
+      // The catalog object is built here (the memory catalog); these keys only satisfy validation.
       'iceberg.catalog.type': 'sql',
       'iceberg.catalog.uri': 'jdbc:sqlite::memory:',
       'iceberg.catalog.warehouse': 'memory://warehouse',
