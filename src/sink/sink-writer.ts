@@ -31,8 +31,8 @@ import { Router } from '../route/router.ts';
 import type { ObjectStore } from '../upload/port.ts';
 import { WriteMemoryBudget } from '../write/index.ts';
 import type { DataFileWriter } from '../write/index.ts';
-import type { TableDecoder, ValueFormat } from '../runtime/formats.ts';
-import { CaptureSink, fieldIdAtPath, projectSchema } from '../runtime/probe.ts';
+import type { TableDecoder, ValueFormat } from '../decode/value-format.ts';
+import { CaptureSink, fieldIdAtPath, projectSchema } from '../decode/probe.ts';
 import { TableSink, withMetadataFields } from './table-sink.ts';
 
 export interface SinkWriterDeps {

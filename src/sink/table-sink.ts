@@ -23,8 +23,8 @@ import { joinLocation } from '../upload/location.ts';
 import type { ObjectStore } from '../upload/port.ts';
 import { buildLayout, DataFileWriter, resolveWriteConfig } from '../write/index.ts';
 import type { ColumnLayout, RecordAppender, WriteConfig , WriteMemoryBudget } from '../write/index.ts';
-import { CaptureSink, projectSchema } from '../runtime/probe.ts';
-import type { TableDecoder, ValueFormat } from '../runtime/formats.ts';
+import { CaptureSink, projectSchema } from '../decode/probe.ts';
+import type { TableDecoder, ValueFormat } from '../decode/value-format.ts';
 
 /** `schema` with the metadata columns appended (fresh ids after its highest), unless it has them. */
 export function withMetadataFields(schema: Schema, fields: readonly MetadataFieldSpec[]): Schema {

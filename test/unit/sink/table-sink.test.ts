@@ -6,7 +6,7 @@ import { inferIcebergSchema } from '../../../src/decode/json-decoder.ts';
 import { newTableMetadata } from '../../../src/iceberg/metadata.ts';
 import { buildPartitionSpec } from '../../../src/iceberg/partition-spec.ts';
 import { metadataFields } from '../../../src/config/kafka-metadata.ts';
-import { valueFormat } from '../../../src/runtime/formats.ts';
+import { valueFormat } from '../../../src/decode/value-format.ts';
 import { TableSink, withMetadataFields } from '../../../src/sink/table-sink.ts';
 import { MemoryObjectStore } from '../../../src/upload/memory.ts';
 import type { ConverterConfig } from '../../../src/config/converters.ts';

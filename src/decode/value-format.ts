@@ -6,14 +6,13 @@
  */
 import { createHash } from 'node:crypto';
 import { ConfigError, DataError } from '../core/errors.ts';
-import type { ConverterConfig } from '../config/converters.ts';
-import { avroToIceberg } from '../decode/avro-schema.ts';
-import { confluentSchemaId, ConfluentAvroDecoder } from '../decode/avro-decoder.ts';
-import { confluentMessageIndexes, ConfluentProtobufDecoder } from '../decode/protobuf-decoder.ts';
-import { protobufToIceberg } from '../decode/protobuf-schema.ts';
-import { connectSchemaToIceberg, inferIcebergSchema, JsonConverterDecoder, JsonNumberText, parseJson, RawColumnDecoder, singleColumnSchema, unwrapEnvelope } from '../decode/json-decoder.ts';
-import type { SchemaResolver } from '../decode/registry-port.ts';
-import type { RecordSink } from '../decode/sink.ts';
+import { avroToIceberg } from './avro-schema.ts';
+import { confluentSchemaId, ConfluentAvroDecoder } from './avro-decoder.ts';
+import { confluentMessageIndexes, ConfluentProtobufDecoder } from './protobuf-decoder.ts';
+import { protobufToIceberg } from './protobuf-schema.ts';
+import { connectSchemaToIceberg, inferIcebergSchema, JsonConverterDecoder, JsonNumberText, parseJson, RawColumnDecoder, singleColumnSchema, unwrapEnvelope } from './json-decoder.ts';
+import type { SchemaResolver } from './registry-port.ts';
+import type { RecordSink } from './sink.ts';
 import type { Schema } from '../iceberg/types.ts';
 
 /** Decodes messages into the columns of one table schema. */
@@ -48,7 +47,15 @@ export interface FormatOptions {
   readonly evolveSchema?: boolean;
 }
 
-export function valueFormat(converter: ConverterConfig, resolver: SchemaResolver | undefined, options: FormatOptions): ValueFormat {
+/** What a format needs of the converter's configuration (config/converters.ts `ConverterConfig` fits). */
+export interface ValueConverter {
+  readonly className: string;
+  readonly kind: 'json' | 'string' | 'bytes' | 'avro' | 'protobuf';
+  /** JsonConverter `schemas.enable`. */
+  readonly schemasEnable: boolean;
+}
+
+export function valueFormat(converter: ValueConverter, resolver: SchemaResolver | undefined, options: FormatOptions): ValueFormat {
   const needRegistry = (): SchemaResolver => {
     if (resolver === undefined) throw new ConfigError(`${converter.className} needs value.converter.schema.registry.url`);
     return resolver;

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import type { ConverterConfig } from '../../../src/config/converters.ts';
-import { valueFormat } from '../../../src/runtime/formats.ts';
+import { valueFormat } from '../../../src/decode/value-format.ts';
 
 const json = (schemasEnable: boolean): ConverterConfig => ({
   className: 'org.apache.kafka.connect.json.JsonConverter',

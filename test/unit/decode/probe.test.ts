@@ -4,7 +4,7 @@ import avro from 'avsc';
 import { compileAvroDecoder } from '../../../src/decode/avro-decoder.ts';
 import { avroToIceberg } from '../../../src/decode/avro-schema.ts';
 import { bindPartitionSpec, buildPartitionSpec } from '../../../src/iceberg/partition-spec.ts';
-import { CaptureSink, fieldIdAtPath, projectSchema } from '../../../src/runtime/probe.ts';
+import { CaptureSink, fieldIdAtPath, projectSchema } from '../../../src/decode/probe.ts';
 
 const SCHEMA = {
   type: 'record',

@@ -9,7 +9,7 @@
  * timestamps as bigint, decimals as the unscaled bigint, strings as string, binary/fixed/uuid as bytes.
  */
 import { DataError } from '../core/errors.ts';
-import type { RecordSink } from '../decode/sink.ts';
+import type { RecordSink } from './sink.ts';
 import type { NestedField, PrimitiveValue, Schema, StructType } from '../iceberg/types.ts';
 
 const UTF8 = new TextDecoder('utf-8', { fatal: true });
