@@ -7,10 +7,13 @@
 import { createHash } from 'node:crypto';
 import { ConfigError, DataError } from '../core/errors.ts';
 import { avroToIceberg } from './avro-schema.ts';
-import { confluentSchemaId, ConfluentAvroDecoder } from './avro-decoder.ts';
-import { confluentMessageIndexes, ConfluentProtobufDecoder } from './protobuf-decoder.ts';
+import { ConfluentAvroDecoder } from './avro-decoder.ts';
+import { confluentMessageIndexes, confluentSchemaId } from './confluent-frame.ts';
+import { connectSchemaToIceberg, inferIcebergSchema } from './connect-schema.ts';
+import { ConfluentProtobufDecoder } from './protobuf-decoder.ts';
 import { protobufToIceberg } from './protobuf-schema.ts';
-import { connectSchemaToIceberg, inferIcebergSchema, JsonConverterDecoder, JsonNumberText, parseJson, RawColumnDecoder, singleColumnSchema, unwrapEnvelope } from './json-decoder.ts';
+import { JsonConverterDecoder, RawColumnDecoder, singleColumnSchema, unwrapEnvelope } from './json-decoder.ts';
+import { JsonNumberText, parseJsonBytes } from './json-value.ts';
 import type { SchemaResolver } from './registry-port.ts';
 import type { RecordSink } from './sink.ts';
 import type { Schema } from '../iceberg/types.ts';
@@ -86,7 +89,7 @@ function avroFormat(resolver: SchemaResolver, options: FormatOptions): ValueForm
       return {
         prepare: (msg) => {
           const id = confluentSchemaId(msg);
-          return d.program(id) === undefined ? d.prepare(id) : undefined;
+          return d.prepared(id) ? undefined : d.prepare(id);
         },
         decode: (msg, sink) => d.decode(msg, sink),
       };
@@ -108,11 +111,10 @@ function protobufFormat(resolver: SchemaResolver, options: FormatOptions): Value
     },
     decoderFor(table) {
       const d = new ConfluentProtobufDecoder(resolver, table, { caseInsensitive: options.caseInsensitive });
-      const ready = new Set<number>();
       return {
         prepare: (msg) => {
           const id = confluentSchemaId(msg);
-          return ready.has(id) ? undefined : d.prepare(id).then(() => ready.add(id));
+          return d.prepared(id) ? undefined : d.prepare(id);
         },
         decode: (msg, sink) => d.decode(msg, sink),
       };
@@ -121,7 +123,7 @@ function protobufFormat(resolver: SchemaResolver, options: FormatOptions): Value
 }
 
 function jsonFormat(schemasEnable: boolean, options: FormatOptions): ValueFormat {
-  const parse = (msg: Uint8Array): { payload: unknown; schema: unknown } => unwrapEnvelope(parseJson(msg), schemasEnable);
+  const parse = (msg: Uint8Array): { payload: unknown; schema: unknown } => unwrapEnvelope(parseJsonBytes(msg), schemasEnable);
   return {
     // Connect JSON carries its schema in every record (or none): the key is a digest of the schema, or
     // of the field names for schemaless JSON (new names are what evolution looks for) — at every depth

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import type { RawRecord } from '../../../src/consume/port.ts';
 import { parseIdentifier } from '../../../src/commit/port.ts';
-import { inferIcebergSchema } from '../../../src/decode/json-decoder.ts';
+import { inferIcebergSchema } from '../../../src/decode/connect-schema.ts';
 import { newTableMetadata } from '../../../src/iceberg/metadata.ts';
 import { buildPartitionSpec } from '../../../src/iceberg/partition-spec.ts';
 import { metadataFields } from '../../../src/config/kafka-metadata.ts';
