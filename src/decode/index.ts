@@ -2,8 +2,9 @@
  * The decode port: Schema Registry resolver port, Avro/Protobuf → Iceberg schema mapping, the columnar
  * Avro and Protobuf decoders that append straight into a write-stage sink (structural, sink.ts), Connect's
  * JsonConverter / StringConverter / ByteArrayConverter, the value formats a task reads through
- * (value-format.ts) and the probe that reads a few fields before a record is written (probe.ts). Callers
- * import from here; the registry adapter (registry/) is wired by app.ts only.
+ * (value-format.ts) and the one probe that reads a few fields of a record before it is written
+ * (record-probe.ts over probe.ts). Callers import from here; the registry adapter (registry/) is wired
+ * by app.ts only.
  */
 export { avroToIceberg, parseAvroSchema, resolveAvroSchema } from './avro-schema.ts';
 export type { AvroToIcebergOptions, AvroType } from './avro-schema.ts';
@@ -24,5 +25,7 @@ export { JsonConverterDecoder, RawColumnDecoder, singleColumnSchema, unwrapEnvel
 export type { JsonDecoderOptions } from './json-decoder.ts';
 export { valueFormat } from './value-format.ts';
 export type { FormatOptions, TableDecoder, ValueConverter, ValueFormat } from './value-format.ts';
-export { CaptureSink, fieldIdAtPath, projectSchema } from './probe.ts';
+export { CaptureSink, fieldAtPath, fieldIdAtPath, fieldPathOf, projectSchema } from './probe.ts';
+export { RecordProbe } from './record-probe.ts';
+export type { ProbeField, ProbeRequest, ProbeView } from './record-probe.ts';
 export type * from './sink.ts';
