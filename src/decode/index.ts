@@ -25,7 +25,7 @@ export { JsonConverterDecoder, RawColumnDecoder, singleColumnSchema, unwrapEnvel
 export type { JsonDecoderOptions } from './json-decoder.ts';
 export { valueFormat } from './value-format.ts';
 export type { FormatOptions, TableDecoder, ValueConverter, ValueFormat } from './value-format.ts';
-export { CaptureSink, fieldAtPath, fieldIdAtPath, fieldPathOf, projectSchema } from './probe.ts';
+export { CaptureSink, fieldAtPath, fieldPathOf, projectSchema } from './probe.ts';
 export { RecordProbe } from './record-probe.ts';
 export type { ProbeField, ProbeRequest, ProbeView } from './record-probe.ts';
 export type * from './sink.ts';

@@ -185,8 +185,3 @@ export function fieldPathOf(schema: Schema, id: number): string[] | undefined {
   };
   return walk(schema.fields);
 }
-
-/** The id of the field at a dotted path (`meta.tenant`), entering structs only; undefined if absent. */
-export function fieldIdAtPath(schema: Schema, path: readonly string[], caseInsensitive: boolean): number | undefined {
-  return fieldAtPath(schema, path, caseInsensitive)?.id;
-}
