@@ -39,7 +39,7 @@ import { ConnectorCommitter } from './coordinate/committer.ts';
 import { armCrashPoints } from './core/crash-points.ts';
 export { parseCrashSpec } from './core/crash-points.ts';
 import type { CrashPoints, CrashSpec } from './core/crash-points.ts';
-import { valueFormat } from './runtime/formats.ts';
+import { valueFormat } from './decode/value-format.ts';
 import { SinkTask } from './runtime/task.ts';
 import { StandaloneWorker } from './runtime/worker.ts';
 import type { TaskHandle } from './runtime/worker.ts';

@@ -27,7 +27,7 @@ import type { ChannelMetrics } from '../coordinate/task-channel.ts';
 import { SinkWriter } from '../sink/sink-writer.ts';
 import type { WriteOutcome, WriterMetrics } from '../sink/sink-writer.ts';
 import type { ObjectStore } from '../upload/port.ts';
-import type { ValueFormat } from './formats.ts';
+import type { ValueFormat } from '../decode/value-format.ts';
 
 export interface SinkTaskDeps {
   readonly connector: ConnectorConfig;

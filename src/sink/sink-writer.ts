@@ -2,7 +2,10 @@
  * The data path of a sink task: a record's way from its bytes to the partition writer of every table it
  * routes to. Route (static, regex or dynamic; the route field read by a probe), open or auto-create the
  * tables, evolve them when a new writer schema brings something to add or widen, and append the record
- * into the (table, partition) writer's columns. At the end of a cycle the commit channel
+ * into the (table, partition) writer's columns. A record is probed ONCE before it is written: one
+ * decode of one projection (decode/record-probe.ts) gives its route value and the partition source
+ * values of every open table, planned per (writer schema, open tables) and planned again when a table
+ * opens or evolves. At the end of a cycle the commit channel
  * (src/coordinate/task-channel.ts) takes the closed files through `complete()`, or drops them through
  * `abort()`.
  *
@@ -31,8 +34,9 @@ import { Router } from '../route/router.ts';
 import type { ObjectStore } from '../upload/port.ts';
 import { WriteMemoryBudget } from '../write/index.ts';
 import type { DataFileWriter } from '../write/index.ts';
-import type { TableDecoder, ValueFormat } from '../runtime/formats.ts';
-import { CaptureSink, fieldIdAtPath, projectSchema } from '../runtime/probe.ts';
+import type { ValueFormat } from '../decode/value-format.ts';
+import { RecordProbe } from '../decode/record-probe.ts';
+import type { ProbeField } from '../decode/record-probe.ts';
 import { TableSink, withMetadataFields } from './table-sink.ts';
 
 export interface SinkWriterDeps {
@@ -68,12 +72,6 @@ export interface WriterMetrics {
   unroutedSkipped: number;
 }
 
-interface RouteProbe {
-  readonly decoder: TableDecoder;
-  readonly capture: CaptureSink;
-  readonly fieldId: number;
-}
-
 export class SinkWriter implements CycleWriter {
   readonly metrics: WriterMetrics = { recordsWritten: 0, tombstonesSkipped: 0, errorsSkipped: 0, unroutedSkipped: 0 };
   private readonly d: SinkWriterDeps;
@@ -82,7 +80,12 @@ export class SinkWriter implements CycleWriter {
   private readonly metaFields: readonly MetadataFieldSpec[];
   private readonly budget: WriteMemoryBudget;
   private readonly sinks = new Map<string, TableSink>();
-  private readonly routeProbes = new Map<string, RouteProbe | null>();
+  /** The record probe per writer schema key, for the tables open now (cleared when they change). */
+  private readonly probes = new Map<string, RecordProbe>();
+  /** Whether records need a probe at all: a route field, or an open partitioned table. */
+  private probing: boolean;
+  /** Bumped whenever the open tables change, so a probe planned across an await is not kept stale. */
+  private tableSet = 0;
 
   constructor(deps: SinkWriterDeps) {
     this.d = deps;
@@ -90,6 +93,7 @@ export class SinkWriter implements CycleWriter {
     this.router = new Router(deps.connector.tables);
     this.metaFields = metadataFields(deps.connector.tables, deps.keyConverter);
     this.budget = new WriteMemoryBudget(deps.memoryBudgetBytes ?? 256 * 1024 * 1024);
+    this.probing = this.router.routeFieldPath() !== null;
   }
 
   /** Handles one record synchronously when it can; returns a promise when it needs I/O. */
@@ -101,10 +105,12 @@ export class SinkWriter implements CycleWriter {
       return 'skipped';
     }
     let tables: readonly string[];
+    let probe: RecordProbe | undefined;
     try {
-      const routeValue = this.routeValue(msg);
-      if (routeValue instanceof Promise) return routeValue.then(() => this.write(r));
-      const route = this.router.route(routeValue, r.topic, r.partition, r.offset);
+      const probed = this.probe(msg);
+      if (probed instanceof Promise) return probed.then(() => this.write(r), (e: unknown) => this.dataError(e, r));
+      probe = probed;
+      const route = this.router.route(probe?.routeValue() ?? null, r.topic, r.partition, r.offset);
       if (route.kind === 'fail') throw route.error;
       if (route.kind === 'skip') {
         this.metrics.unroutedSkipped++;
@@ -118,9 +124,9 @@ export class SinkWriter implements CycleWriter {
     const key = this.d.format.schemaKey(msg);
     for (const t of tables) {
       const sink = this.sinks.get(t);
-      if (sink === undefined || !sink.acceptedSchemaKeys.has(key) || sink.prepare(msg) !== undefined) return this.writeSlow(r, tables);
+      if (sink === undefined || !sink.acceptedSchemaKeys.has(key) || sink.prepare(msg) !== undefined) return this.writeSlow(r, tables, probe);
     }
-    return this.appendAll(r, tables);
+    return this.appendAll(r, tables, probe);
   }
 
   /** Closes and uploads every table's open files (the channel announces them). */
@@ -139,12 +145,15 @@ export class SinkWriter implements CycleWriter {
     const orphans: string[] = [];
     for (const sink of this.sinks.values()) orphans.push(...(await sink.abort(reason)));
     this.sinks.clear();
+    this.tablesChanged();
     return orphans;
   }
 
   /** Opens, evolves and prepares every target table first, so a cycle it ends holds none of this record. */
-  private async writeSlow(r: RawRecord, tables: readonly string[]): Promise<WriteOutcome> {
+  private async writeSlow(r: RawRecord, tables: readonly string[], probed: RecordProbe | undefined): Promise<WriteOutcome> {
     const msg = r.value as Uint8Array;
+    const tableSet = this.tableSet;
+    let probe = probed;
     try {
       for (const t of tables) {
         let sink = this.sinks.get(t) ?? (await this.openTable(t, msg));
@@ -159,18 +168,20 @@ export class SinkWriter implements CycleWriter {
         sink = accepted;
         await sink.prepare(msg);
       }
+      // A table opened or evolved for this record: the probe planned for the new table set reads it again.
+      if (this.tableSet !== tableSet) probe = await this.probeReady(msg);
     } catch (e) {
       if (e instanceof DataError) return this.dataError(e, r);
       throw e;
     }
-    return this.appendAll(r, tables);
+    return this.appendAll(r, tables, probe);
   }
 
-  private appendAll(r: RawRecord, tables: readonly string[]): WriteOutcome | Promise<WriteOutcome> {
+  private appendAll(r: RawRecord, tables: readonly string[], probe: RecordProbe | undefined): WriteOutcome | Promise<WriteOutcome> {
     let flushes: DataFileWriter[] | undefined;
     try {
       for (const t of tables) {
-        const w = (this.sinks.get(t) as TableSink).append(r);
+        const w = (this.sinks.get(t) as TableSink).append(r, probe?.viewOf(t));
         if (w !== undefined) (flushes ??= []).push(w);
       }
     } catch (e) {
@@ -197,27 +208,45 @@ export class SinkWriter implements CycleWriter {
     return 'skipped';
   }
 
-  /** The route field's string value (null when absent or null); a promise when a schema must be fetched first. */
-  private routeValue(msg: Uint8Array): string | null | Promise<void> {
-    const path = this.router.routeFieldPath();
-    if (path === null) return null;
+  /**
+   * The record read by its probe (route value, partition source values), undefined when no record needs
+   * one, or a promise when the probe must be planned or a schema fetched first (then ask again).
+   */
+  private probe(msg: Uint8Array): RecordProbe | undefined | Promise<void> {
+    if (!this.probing) return undefined;
     const key = this.d.format.schemaKey(msg);
-    const probe = this.routeProbes.get(key);
-    if (probe === undefined) return this.buildRouteProbe(key, msg, path);
-    if (probe === null) return null;
-    const pending = probe.decoder.prepare(msg);
+    const probe = this.probes.get(key);
+    if (probe === undefined) return this.planProbe(key, msg);
+    const pending = probe.prepare(msg);
     if (pending !== undefined) return pending.then(() => undefined);
-    probe.capture.reset();
-    probe.decoder.decode(msg, probe.capture);
-    const v = probe.capture.value(probe.fieldId);
-    return v === null ? null : v instanceof Uint8Array ? Buffer.from(v).toString('utf8') : String(v);
+    probe.read(msg);
+    return probe;
   }
 
-  private async buildRouteProbe(key: string, msg: Uint8Array, path: readonly string[]): Promise<void> {
+  private async probeReady(msg: Uint8Array): Promise<RecordProbe | undefined> {
+    for (;;) {
+      const probe = this.probe(msg);
+      if (!(probe instanceof Promise)) return probe;
+      await probe;
+    }
+  }
+
+  /** One projection for the writer schema of `msg` covering the route field and every open table's partition sources. */
+  private async planProbe(key: string, msg: Uint8Array): Promise<void> {
+    const tableSet = this.tableSet;
     const source = await this.d.format.sourceSchema(msg);
-    const id = fieldIdAtPath(source, path, this.d.connector.tables.caseInsensitive);
-    const projection = id === undefined ? undefined : projectSchema(source, new Set([id]));
-    this.routeProbes.set(key, projection === undefined || id === undefined ? null : { decoder: this.d.format.decoderFor(projection), capture: new CaptureSink(), fieldId: id });
+    if (tableSet !== this.tableSet) return; // the tables changed meanwhile: the next ask plans for the new set
+    const tables = new Map<string, readonly ProbeField[]>();
+    for (const [name, sink] of this.sinks) if (sink.probeFields.length > 0) tables.set(name, sink.probeFields);
+    const request = { source, routePath: this.router.routeFieldPath(), tables, caseInsensitive: this.d.connector.tables.caseInsensitive };
+    this.probes.set(key, new RecordProbe(request, (projection) => this.d.format.decoderFor(projection)));
+  }
+
+  /** The open tables changed: probes are planned again, and only needed for a route field or a partitioned table. */
+  private tablesChanged(): void {
+    this.tableSet++;
+    this.probes.clear();
+    this.probing = this.router.routeFieldPath() !== null || [...this.sinks.values()].some((s) => s.probeFields.length > 0);
   }
 
   // -- tables -----------------------------------------------------------------------------------------
@@ -259,6 +288,7 @@ export class SinkWriter implements CycleWriter {
       taskId: this.d.taskId,
     });
     this.sinks.set(name, sink);
+    this.tablesChanged();
     return sink;
   }
 

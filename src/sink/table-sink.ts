@@ -3,9 +3,10 @@
  * default partition spec, with the ids the catalog assigned), the value decoder compiled for that schema,
  * one rolling Parquet writer per partition, and the source offsets each cycle's files cover.
  *
- * Per record, without any row object: the partition probe decodes only the partition source fields
- * (projection schema), the partition tuple picks the writer, then the record is decoded straight into
- * that writer's columns, and the requested Kafka metadata columns are appended before the record closes.
+ * Per record, without any row object: the partition source values come from the record's one probe
+ * (decode/record-probe.ts, run by the sink writer for every table at once; `probeFields` says what this
+ * table reads), the partition tuple picks the writer, then the record is decoded straight into that
+ * writer's columns, and the requested Kafka metadata columns are appended before the record closes.
  */
 import { randomUUID } from 'node:crypto';
 import type { RawRecord } from '../consume/port.ts';
@@ -23,8 +24,10 @@ import { joinLocation } from '../upload/location.ts';
 import type { ObjectStore } from '../upload/port.ts';
 import { buildLayout, DataFileWriter, resolveWriteConfig } from '../write/index.ts';
 import type { ColumnLayout, RecordAppender, WriteConfig , WriteMemoryBudget } from '../write/index.ts';
-import { CaptureSink, projectSchema } from '../runtime/probe.ts';
-import type { TableDecoder, ValueFormat } from '../runtime/formats.ts';
+import { FatalError } from '../core/errors.ts';
+import { fieldPathOf } from '../decode/probe.ts';
+import type { ProbeField, ProbeView } from '../decode/record-probe.ts';
+import type { TableDecoder, ValueFormat } from '../decode/value-format.ts';
 
 /** `schema` with the metadata columns appended (fresh ids after its highest), unless it has them. */
 export function withMetadataFields(schema: Schema, fields: readonly MetadataFieldSpec[]): Schema {
@@ -216,6 +219,11 @@ export class TableSink {
   readonly spec: PartitionSpec;
   /** Writer schema keys already checked against this table (no evolution needed for them). */
   readonly acceptedSchemaKeys = new Set<string>();
+  /**
+   * What the record probe must read for this table, one entry per partition field in spec order: its
+   * source field's path and type (empty when unpartitioned). A void field reads nothing.
+   */
+  readonly probeFields: readonly ProbeField[];
   /** Records appended in the current cycle. */
   records = 0;
 
@@ -225,7 +233,6 @@ export class TableSink {
   private readonly decoder: TableDecoder;
   private readonly metaAppenders: ReturnType<typeof metadataAppenders>;
   private readonly bound: BoundPartitionField[];
-  private readonly probe: { decoder: TableDecoder; capture: CaptureSink } | undefined;
   private readonly writers = new Map<string, PartitionWriter>();
   private readonly spans = new Map<string, SpanAcc>();
   private fileCounter = 0;
@@ -245,26 +252,25 @@ export class TableSink {
     this.decoder = opts.format.decoderFor(valueSchema);
     this.metaAppenders = metadataAppenders(this.schema, opts.metadataFields);
     this.bound = isUnpartitioned(this.spec) ? [] : bindPartitionSpec(this.spec, this.schema);
-    if (this.bound.length > 0) {
-      const projection = projectSchema(this.schema, new Set(this.bound.map((b) => b.field.sourceId)));
-      this.probe = projection === undefined ? undefined : { decoder: opts.format.decoderFor(projection), capture: new CaptureSink() };
-    }
+    this.probeFields = this.bound.map((b) => ({
+      path: b.field.transform.kind === 'void' ? null : (fieldPathOf(this.schema, b.field.sourceId) ?? null),
+      type: b.sourceType,
+    }));
   }
 
   /** Registry lookups the record needs before `append` (undefined when none). */
   prepare(msg: Uint8Array): Promise<unknown> | undefined {
-    const a = this.decoder.prepare(msg);
-    const b = this.probe?.decoder.prepare(msg);
-    return a === undefined ? b : b === undefined ? a : Promise.all([a, b]);
+    return this.decoder.prepare(msg);
   }
 
   /**
-   * Appends one record (its value must be non-null). Returns the writer to give a flush chance to when
-   * the columns asked for one, else undefined. DataError for a value that does not fit.
+   * Appends one record (its value must be non-null); `probed` is this table's view of the record's probe
+   * (`probeFields`), required when the table is partitioned. Returns the writer to give a flush chance to
+   * when the columns asked for one, else undefined. DataError for a value that does not fit.
    */
-  append(r: RawRecord): DataFileWriter | undefined {
+  append(r: RawRecord, probed?: ProbeView): DataFileWriter | undefined {
     const msg = r.value as Uint8Array;
-    const pw = this.writerFor(msg);
+    const pw = this.writerFor(probed);
     pw.sink.current = r;
     const flush = this.decoder.decode(msg, pw.sink);
     this.records++;
@@ -280,15 +286,11 @@ export class TableSink {
     return flush ? pw.writer : undefined;
   }
 
-  private writerFor(msg: Uint8Array): PartitionWriter {
+  private writerFor(probed: ProbeView | undefined): PartitionWriter {
     let values: PartitionValue[] = [];
     if (this.bound.length > 0) {
-      const probe = this.probe;
-      if (probe !== undefined) {
-        probe.capture.reset();
-        probe.decoder.decode(msg, probe.capture);
-      }
-      values = this.bound.map((b) => b.apply(probe?.capture.value(b.field.sourceId) ?? null));
+      if (probed === undefined) throw new FatalError(`table ${this.table.identifier.name}: a partitioned table needs the record's probe values`);
+      values = this.bound.map((b, i) => b.apply(probed.value(i)));
     }
     const key = values.length === 0 ? '' : partitionKeyOf(values);
     let pw = this.writers.get(key);

@@ -1,7 +1,8 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { ConfigError, DataError, RetriableError } from '../../../src/core/errors.ts';
-import { compileAvroDecoder, confluentSchemaId, ConfluentAvroDecoder } from '../../../src/decode/avro-decoder.ts';
+import { compileAvroDecoder, ConfluentAvroDecoder } from '../../../src/decode/avro-decoder.ts';
+import { confluentSchemaId } from '../../../src/decode/confluent-frame.ts';
 import { avroToIceberg } from '../../../src/decode/avro-schema.ts';
 import type { RegisteredSchema, SchemaResolver } from '../../../src/decode/registry-port.ts';
 import type { Schema } from '../../../src/iceberg/types.ts';
@@ -385,7 +386,7 @@ describe('Confluent wire format and the decoder cache', () => {
     await d.decodeAsync(frame(12, t2.toBuffer({ id: 2 ** 40, name: 'd', note: null })), h.writer.appender);
     assert.deepEqual(calls, [11, 12]);
     // framing errors and non-Avro schemas are DataErrors; the registry being down is retriable and not cached
-    assert.throws(() => d.decode(Uint8Array.from([1, 0, 0, 0, 11, 0]), h.writer.appender), /magic byte 1/);
+    assert.throws(() => d.decode(Uint8Array.from([1, 0, 0, 0, 11, 0]), h.writer.appender), /first byte is 0x01, not the magic byte 0x00/);
     assert.throws(() => d.decode(Uint8Array.from([0, 0]), h.writer.appender), DataError);
     await assert.rejects(d.decodeAsync(frame(13, Buffer.from([0])), h.writer.appender), /PROTOBUF, not AVRO/);
     await assert.rejects(d.prepare(13), DataError);

@@ -5,7 +5,9 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { ConfigError, DataError } from '../../../src/core/errors.ts';
-import { connectSchemaToIceberg, inferIcebergSchema, JsonConverterDecoder, parseJson, RawColumnDecoder, singleColumnSchema } from '../../../src/decode/json-decoder.ts';
+import { connectSchemaToIceberg, inferIcebergSchema } from '../../../src/decode/connect-schema.ts';
+import { JsonConverterDecoder, RawColumnDecoder, singleColumnSchema } from '../../../src/decode/json-decoder.ts';
+import { parseJsonBytes } from '../../../src/decode/json-value.ts';
 import { typeToJson } from '../../../src/iceberg/schema.ts';
 import type { Schema } from '../../../src/iceberg/types.ts';
 import { harness, readAll } from '../write/helpers.ts';
@@ -160,8 +162,8 @@ describe('JsonConverter decoding', () => {
     assert.deepStrictEqual(rows.map((r) => r['id']), [7n]);
   });
 
-  test('parseJson keeps integers beyond 2^53 exact', () => {
-    assert.deepStrictEqual(parseJson(enc('{"a": 9223372036854775807, "b": 1, "c": -9007199254740993}')), { a: 9223372036854775807n, b: 1, c: -9007199254740993n });
+  test('parseJsonBytes keeps integers beyond 2^53 exact', () => {
+    assert.deepStrictEqual(parseJsonBytes(enc('{"a": 9223372036854775807, "b": 1, "c": -9007199254740993}')), { a: 9223372036854775807n, b: 1, c: -9007199254740993n });
   });
 });
 

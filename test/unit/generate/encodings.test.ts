@@ -8,10 +8,12 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import avro from 'avsc';
-import { compileAvroDecoder, CONFLUENT_HEADER_BYTES, confluentSchemaId } from '../../../src/decode/avro-decoder.ts';
+import { compileAvroDecoder } from '../../../src/decode/avro-decoder.ts';
+import { CONFLUENT_HEADER_BYTES, confluentMessageIndexes, confluentSchemaId } from '../../../src/decode/confluent-frame.ts';
 import { avroToIceberg } from '../../../src/decode/avro-schema.ts';
-import { connectSchemaToIceberg, JsonConverterDecoder } from '../../../src/decode/json-decoder.ts';
-import { compileProtobufDecoder, confluentMessageIndexes } from '../../../src/decode/protobuf-decoder.ts';
+import { connectSchemaToIceberg } from '../../../src/decode/connect-schema.ts';
+import { JsonConverterDecoder } from '../../../src/decode/json-decoder.ts';
+import { compileProtobufDecoder } from '../../../src/decode/protobuf-decoder.ts';
 import { protobufToIceberg } from '../../../src/decode/protobuf-schema.ts';
 import { orderEncoder } from '../../../tools/generate/order-encodings.ts';
 import { orderAvroSchema, orderConnectSchema, orderProtobufSchema } from '../../../tools/generate/order-schemas.ts';

@@ -7,10 +7,10 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import avro from 'avsc';
-import { confluentMessageIndexes } from '../../../src/decode/protobuf-decoder.ts';
+import { confluentMessageIndexes } from '../../../src/decode/confluent-frame.ts';
 import { parseProtobufSchema } from '../../../src/decode/protobuf-schema.ts';
 import { avroToIceberg } from '../../../src/decode/avro-schema.ts';
-import { connectSchemaToIceberg } from '../../../src/decode/json-decoder.ts';
+import { connectSchemaToIceberg } from '../../../src/decode/connect-schema.ts';
 import {
   confluentFrame,
   confluentMessageIndexBytes,

@@ -22,7 +22,7 @@ import { ConnectorCommitter } from '../../../src/coordinate/committer.ts';
 import { readManifest } from '../../../src/iceberg/manifest.ts';
 import { readManifestList } from '../../../src/iceberg/manifest-list.ts';
 import { currentSchema } from '../../../src/iceberg/metadata.ts';
-import { valueFormat } from '../../../src/runtime/formats.ts';
+import { valueFormat } from '../../../src/decode/value-format.ts';
 import { SinkTask } from '../../../src/runtime/task.ts';
 import { MemoryObjectStore } from '../../../src/upload/memory.ts';
 import { readBack } from '../write/helpers.ts';

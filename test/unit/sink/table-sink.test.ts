@@ -2,11 +2,12 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import type { RawRecord } from '../../../src/consume/port.ts';
 import { parseIdentifier } from '../../../src/commit/port.ts';
-import { inferIcebergSchema } from '../../../src/decode/json-decoder.ts';
+import { inferIcebergSchema } from '../../../src/decode/connect-schema.ts';
 import { newTableMetadata } from '../../../src/iceberg/metadata.ts';
 import { buildPartitionSpec } from '../../../src/iceberg/partition-spec.ts';
 import { metadataFields } from '../../../src/config/kafka-metadata.ts';
-import { valueFormat } from '../../../src/runtime/formats.ts';
+import { valueFormat } from '../../../src/decode/value-format.ts';
+import { RecordProbe } from '../../../src/decode/record-probe.ts';
 import { TableSink, withMetadataFields } from '../../../src/sink/table-sink.ts';
 import { MemoryObjectStore } from '../../../src/upload/memory.ts';
 import type { ConverterConfig } from '../../../src/config/converters.ts';
@@ -27,6 +28,16 @@ function record(partition: number, offset: bigint, value: object, headers: RawRe
   return { topic: 'orders', partition, offset, timestamp: 1_700_000_000_000 + Number(offset), key: utf8.encode(`k${offset}`), value: utf8.encode(JSON.stringify(value)), headers };
 }
 
+const FORMAT = valueFormat(JSON_CONVERTER, undefined, { caseInsensitive: false, forceOptional: false });
+
+/** Appends a record the way the sink writer does: read by a record probe planned for this table first. */
+function appendProbed(sink: TableSink, r: RawRecord): void {
+  const msg = r.value as Uint8Array;
+  const probe = new RecordProbe({ source: inferIcebergSchema({ id: 1, region: 'eu', amount: 1.5 }), routePath: null, tables: new Map([['t', sink.probeFields]]), caseInsensitive: false }, (p) => FORMAT.decoderFor(p));
+  probe.read(msg);
+  sink.append(r, probe.viewOf('t'));
+}
+
 function sinkFor(partitionBy: string): { sink: TableSink; store: MemoryObjectStore } {
   const source = inferIcebergSchema({ id: 1, region: 'eu', amount: 1.5 });
   const schema = withMetadataFields(source, META);
@@ -34,7 +45,7 @@ function sinkFor(partitionBy: string): { sink: TableSink; store: MemoryObjectSto
   const store = new MemoryObjectStore();
   const sink = new TableSink({
     table: { identifier: parseIdentifier('db.t'), metadataLocation: 's3://wh/t/metadata/v1.json', metadata: md, config: {} },
-    format: valueFormat(JSON_CONVERTER, undefined, { caseInsensitive: false, forceOptional: false }),
+    format: FORMAT,
     metadataFields: META,
     writeProps: {},
     store,
@@ -60,7 +71,7 @@ test('one writer per partition; metadata columns filled per record; spans per so
     record(0, 11n, { id: 2, region: 'us', amount: 2.5 }),
     record(2, 7n, { id: 3, region: 'eu', amount: 3.75 }),
   ];
-  for (const r of rows) sink.append(r);
+  for (const r of rows) appendProbed(sink, r);
   const cycle = await sink.complete();
   assert.equal(cycle.records, 3);
   assert.deepEqual(cycle.files.map((f) => [f.partition, f.recordCount]).sort(), [[['eu'], 2n], [['us'], 1n]]);
@@ -78,6 +89,8 @@ test('one writer per partition; metadata columns filled per record; spans per so
   );
   // A repeated header keeps its last value (Connect's semantics for a map column).
   assert.deepEqual(back[0]?.['_kafka_metadata_headers'], [['h', utf8.encode('v2')]]);
+  // A partitioned table never guesses a partition: without the record's probe values it refuses.
+  assert.throws(() => sink.append(record(0, 12n, { id: 4, region: 'eu', amount: 1 })), /needs the record's probe values/);
   // The cycle is over: nothing left buffered, spans reset.
   assert.deepEqual((await sink.complete()).files, []);
 });

@@ -4,7 +4,10 @@ import avro from 'avsc';
 import { compileAvroDecoder } from '../../../src/decode/avro-decoder.ts';
 import { avroToIceberg } from '../../../src/decode/avro-schema.ts';
 import { bindPartitionSpec, buildPartitionSpec } from '../../../src/iceberg/partition-spec.ts';
-import { CaptureSink, fieldIdAtPath, projectSchema } from '../../../src/runtime/probe.ts';
+import { CaptureSink, fieldAtPath, fieldPathOf, projectSchema } from '../../../src/decode/probe.ts';
+import type { Schema } from '../../../src/iceberg/types.ts';
+
+const fieldIdAtPath = (schema: Schema, path: string[], caseInsensitive: boolean): number | undefined => fieldAtPath(schema, path, caseInsensitive)?.id;
 
 const SCHEMA = {
   type: 'record',
@@ -71,7 +74,7 @@ test('partition values from the probe match the transforms applied to the values
   assert.ok((values[1] as number) >= 0 && (values[1] as number) < 16);
 });
 
-test('projectSchema keeps the structs on the way and nothing else; fieldIdAtPath honours case', () => {
+test('projectSchema keeps the structs on the way and nothing else; fieldAtPath honours case; fieldPathOf inverts it', () => {
   const n = fieldIdAtPath(table, ['meta', 'n'], false) as number;
   const projection = projectSchema(table, new Set([n]));
   assert.deepEqual(projection?.fields.map((f) => f.name), ['meta']);
@@ -82,4 +85,12 @@ test('projectSchema keeps the structs on the way and nothing else; fieldIdAtPath
   assert.equal(fieldIdAtPath(table, ['META', 'N'], false), undefined);
   assert.equal(fieldIdAtPath(table, ['META', 'N'], true), n);
   assert.equal(fieldIdAtPath(table, ['tags', 'element'], false), undefined); // lists are not entered
+  assert.deepEqual(fieldPathOf(table, n), ['meta', 'n']);
+  assert.equal(fieldPathOf(table, 9999), undefined);
+  // A retyped projection: the kept field takes the given type, the rest of the schema is untouched.
+  const widened = projectSchema(table, new Set([n]), new Map([[n, { kind: 'string' } as const]]));
+  const inner = widened?.fields[0]?.type;
+  assert.ok(inner?.kind === 'struct');
+  assert.equal(inner.fields[0]?.type.kind, 'string');
+  assert.equal(fieldAtPath(table, ['meta', 'n'], false)?.type.kind, 'long');
 });

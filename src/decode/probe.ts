@@ -1,16 +1,18 @@
 /**
  * Reading a few fields of a record before it is decoded into a writer. A record's table (the route
  * field) and its partition (the partition source fields) must be known before its columns are written,
- * because each (table, partition) has its own writer. The probe runs the same columnar decoder, compiled
+ * because each (table, partition) has its own writer. A probe runs the same columnar decoder, compiled
  * against a projection schema holding only the fields it needs (every other field is skipped by the
- * decoder without being materialised), into a sink that keeps the last value per field id.
+ * decoder without being materialised), into a sink that keeps the last value per field id. This module
+ * holds those parts (the capture sink, projections, field paths); record-probe.ts plans the one probe a
+ * record gets.
  *
  * Values come out in the representation the Iceberg transforms take: int/date as number, long and
  * timestamps as bigint, decimals as the unscaled bigint, strings as string, binary/fixed/uuid as bytes.
  */
 import { DataError } from '../core/errors.ts';
-import type { RecordSink } from '../decode/sink.ts';
-import type { NestedField, PrimitiveValue, Schema, StructType } from '../iceberg/types.ts';
+import type { RecordSink } from './sink.ts';
+import type { IcebergType, NestedField, PrimitiveValue, Schema, StructType } from '../iceberg/types.ts';
 
 const UTF8 = new TextDecoder('utf-8', { fatal: true });
 
@@ -135,14 +137,15 @@ export class CaptureSink implements RecordSink {
 
 /**
  * The schema holding only the fields with the given ids and the structs that lead to them (same ids,
- * names and types), or undefined if none of them is in `schema`. Lists and maps are never entered: a
- * route or partition source field cannot live inside one.
+ * names and types, or the type `retype` gives a kept field), or undefined if none of them is in `schema`.
+ * Lists and maps are never entered: a route or partition source field cannot live inside one.
  */
-export function projectSchema(schema: Schema, ids: ReadonlySet<number>): Schema | undefined {
+export function projectSchema(schema: Schema, ids: ReadonlySet<number>, retype?: ReadonlyMap<number, IcebergType>): Schema | undefined {
   const keep = (fields: readonly NestedField[]): NestedField[] => {
     const out: NestedField[] = [];
     for (const f of fields) {
-      if (ids.has(f.id)) out.push(f);
+      const type = retype?.get(f.id);
+      if (ids.has(f.id)) out.push(type === undefined ? f : { ...f, type });
       else if (f.type.kind === 'struct') {
         const inner = keep(f.type.fields);
         if (inner.length > 0) out.push({ ...f, type: { kind: 'struct', fields: inner } satisfies StructType });
@@ -154,8 +157,8 @@ export function projectSchema(schema: Schema, ids: ReadonlySet<number>): Schema 
   return fields.length === 0 ? undefined : { ...schema, fields };
 }
 
-/** The id of the field at a dotted path (`meta.tenant`), entering structs only; undefined if absent. */
-export function fieldIdAtPath(schema: Schema, path: readonly string[], caseInsensitive: boolean): number | undefined {
+/** The field at a dotted path (`meta.tenant`), entering structs only; undefined if absent. */
+export function fieldAtPath(schema: Schema, path: readonly string[], caseInsensitive: boolean): NestedField | undefined {
   let fields: readonly NestedField[] = schema.fields;
   let found: NestedField | undefined;
   for (const name of path) {
@@ -164,5 +167,21 @@ export function fieldIdAtPath(schema: Schema, path: readonly string[], caseInsen
     if (found === undefined) return undefined;
     fields = found.type.kind === 'struct' ? found.type.fields : [];
   }
-  return found?.id;
+  return found;
+}
+
+
+/** The names leading to the field with this id (`['meta', 'tenant']`), entering structs only; undefined if absent. */
+export function fieldPathOf(schema: Schema, id: number): string[] | undefined {
+  const walk = (fields: readonly NestedField[]): string[] | undefined => {
+    for (const f of fields) {
+      if (f.id === id) return [f.name];
+      if (f.type.kind === 'struct') {
+        const inner = walk(f.type.fields);
+        if (inner !== undefined) return [f.name, ...inner];
+      }
+    }
+    return undefined;
+  };
+  return walk(schema.fields);
 }
