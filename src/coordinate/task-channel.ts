@@ -103,6 +103,8 @@ export class TaskChannel {
   private readonly d: TaskChannelDeps;
   private readonly incarnation = randomUUID().slice(0, 8);
   private readonly partitions = new Map<string, PartitionState>();
+  /** The partition of the last record handled (records come in runs of one partition). */
+  private lastPartition: PartitionState | undefined;
   private rewindPending = false;
   private failed = false;
   private cycleCounter = 0;
@@ -127,7 +129,8 @@ export class TaskChannel {
 
   /** A record is fully handled (in a writer, or skipped by configuration): its offset may be committed. */
   handled(r: RawRecord, written: boolean): void {
-    const p = this.partitionState(r);
+    const last = this.lastPartition;
+    const p = last !== undefined && last.partition === r.partition && last.topic === r.topic ? last : (this.lastPartition = this.partitionState(r));
     p.next = r.offset + 1n;
     if (r.timestamp !== null && r.timestamp >= 0 && (p.maxTs === undefined || r.timestamp > p.maxTs)) p.maxTs = r.timestamp;
     if (written) this.cycleRecords++;
@@ -173,6 +176,7 @@ export class TaskChannel {
   }
 
   onAssigned(tps: readonly TopicPartition[]): void {
+    this.lastPartition = undefined;
     for (const tp of tps) this.partitions.set(partitionKey(tp), newPartition(tp));
     this.d.log.info('partitions assigned', { partitions: tps.map(partitionKey) });
   }
@@ -194,6 +198,7 @@ export class TaskChannel {
       }
     }
     for (const tp of tps) this.partitions.delete(partitionKey(tp));
+    this.lastPartition = undefined;
   }
 
   private async commitCycle(why: string): Promise<void> {

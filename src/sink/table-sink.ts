@@ -185,6 +185,11 @@ interface PartitionWriter {
   readonly sink: MetadataSink;
 }
 
+/** Partition writers by their partition values, one map level per partition field. */
+type WriterTree = Map<unknown, WriterTree | PartitionWriter>;
+/** The key of a null partition value (no value of a partition field can be this object). */
+const NULL_KEY = Symbol('null');
+
 interface SpanAcc {
   readonly topic: string;
   readonly partition: number;
@@ -233,8 +238,12 @@ export class TableSink {
   private readonly decoder: TableDecoder;
   private readonly metaAppenders: ReturnType<typeof metadataAppenders>;
   private readonly bound: BoundPartitionField[];
-  private readonly writers = new Map<string, PartitionWriter>();
+  /** Every partition writer of the cycle, and the tree that finds one by partition values. */
+  private readonly writers: PartitionWriter[] = [];
+  private readonly writerTree: WriterTree = new Map();
+  private unpartitioned: PartitionWriter | undefined;
   private readonly spans = new Map<string, SpanAcc>();
+  private lastSpan: SpanAcc | undefined;
   private fileCounter = 0;
 
   constructor(opts: TableSinkOptions) {
@@ -274,10 +283,9 @@ export class TableSink {
     pw.sink.current = r;
     const flush = this.decoder.decode(msg, pw.sink);
     this.records++;
-    const key = `${r.topic}\u0000${r.partition}`;
-    const span = this.spans.get(key);
+    const span = this.spanOf(r);
     const ts = r.timestamp === null || r.timestamp < 0 ? undefined : r.timestamp;
-    if (span === undefined) this.spans.set(key, { topic: r.topic, partition: r.partition, first: r.offset, last: r.offset, maxTs: ts });
+    if (span === undefined) this.addSpan(r, ts);
     else {
       if (r.offset < span.first) span.first = r.offset;
       if (r.offset > span.last) span.last = r.offset;
@@ -286,19 +294,58 @@ export class TableSink {
     return flush ? pw.writer : undefined;
   }
 
+  /** The span of the record's source partition; records come in runs of one partition, so the last one first. */
+  private spanOf(r: RawRecord): SpanAcc | undefined {
+    const last = this.lastSpan;
+    if (last !== undefined && last.partition === r.partition && last.topic === r.topic) return last;
+    const span = this.spans.get(`${r.topic}\u0000${r.partition}`);
+    if (span !== undefined) this.lastSpan = span;
+    return span;
+  }
+
+  private addSpan(r: RawRecord, ts: number | undefined): void {
+    const span = { topic: r.topic, partition: r.partition, first: r.offset, last: r.offset, maxTs: ts };
+    this.spans.set(`${r.topic}\u0000${r.partition}`, span);
+    this.lastSpan = span;
+  }
+
+  /**
+   * The record's partition writer, found through a tree of maps keyed by each partition value in turn
+   * (no key string or value array built per record; binary values are keyed by their hex form).
+   */
   private writerFor(probed: ProbeView | undefined): PartitionWriter {
-    let values: PartitionValue[] = [];
-    if (this.bound.length > 0) {
-      if (probed === undefined) throw new FatalError(`table ${this.table.identifier.name}: a partitioned table needs the record's probe values`);
-      values = this.bound.map((b, i) => b.apply(probed.value(i)));
+    const n = this.bound.length;
+    if (n === 0) return (this.unpartitioned ??= this.track(this.newWriter([])));
+    if (probed === undefined) throw new FatalError(`table ${this.table.identifier.name}: a partitioned table needs the record's probe values`);
+    let level = this.writerTree;
+    for (let i = 0; ; i++) {
+      const v = (this.bound[i] as BoundPartitionField).apply(probed.value(i));
+      const key = v === null ? NULL_KEY : v instanceof Uint8Array ? Buffer.from(v).toString('hex') : v;
+      const next = level.get(key);
+      if (i === n - 1) {
+        if (next !== undefined) return next as PartitionWriter;
+        const pw = this.track(this.newWriter(this.bound.map((b, j) => b.apply(probed.value(j)))));
+        level.set(key, pw);
+        return pw;
+      }
+      if (next === undefined) level.set(key, (level = new Map()));
+      else level = next as WriterTree;
     }
-    const key = values.length === 0 ? '' : partitionKeyOf(values);
-    let pw = this.writers.get(key);
-    if (pw === undefined) {
-      pw = this.newWriter(values);
-      this.writers.set(key, pw);
-    }
+  }
+
+  private track(pw: PartitionWriter): PartitionWriter {
+    this.writers.push(pw);
     return pw;
+  }
+
+  /** Forgets every writer and span (after a cycle completed or was dropped). */
+  private reset(): void {
+    this.writers.length = 0;
+    this.writerTree.clear();
+    this.unpartitioned = undefined;
+    this.spans.clear();
+    this.lastSpan = undefined;
+    this.records = 0;
   }
 
   private newWriter(values: PartitionValue[]): PartitionWriter {
@@ -320,8 +367,7 @@ export class TableSink {
   /** Closes every writer (uploading the open files) and hands over the cycle's files and source spans. */
   async complete(): Promise<CycleFiles> {
     const files: DataFile[] = [];
-    for (const pw of this.writers.values()) files.push(...(await pw.writer.close()));
-    this.writers.clear();
+    for (const pw of this.writers) files.push(...(await pw.writer.close()));
     const spans: SourceSpan[] = [...this.spans.values()].map((s) => ({
       topic: s.topic,
       partition: s.partition,
@@ -330,27 +376,18 @@ export class TableSink {
       ...(s.maxTs === undefined ? {} : { maxTimestampMs: s.maxTs }),
     }));
     const records = this.records;
-    this.spans.clear();
-    this.records = 0;
+    this.reset();
     return { table: this.table, schemaId: this.schema.schemaId, specId: this.spec.specId, files, spans, records };
   }
 
   /** Drops everything buffered or open; returns files already uploaded that will never be announced. */
   async abort(reason: unknown): Promise<string[]> {
     const abandoned: string[] = [];
-    for (const pw of this.writers.values()) {
+    for (const pw of this.writers) {
       abandoned.push(...(await pw.writer.abort(reason).catch(() => [])));
       pw.writer.appender.release();
     }
-    this.writers.clear();
-    this.spans.clear();
-    this.records = 0;
+    this.reset();
     return abandoned;
   }
-}
-
-function partitionKeyOf(values: readonly PartitionValue[]): string {
-  return values
-    .map((v) => (v === null ? '\u0002' : v instanceof Uint8Array ? `b${Buffer.from(v).toString('hex')}` : `${typeof v}:${String(v)}`))
-    .join('\u0001');
 }

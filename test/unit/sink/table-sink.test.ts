@@ -4,7 +4,8 @@ import type { RawRecord } from '../../../src/consume/port.ts';
 import { parseIdentifier } from '../../../src/commit/port.ts';
 import { inferIcebergSchema } from '../../../src/decode/connect-schema.ts';
 import { newTableMetadata } from '../../../src/iceberg/metadata.ts';
-import { buildPartitionSpec } from '../../../src/iceberg/partition-spec.ts';
+import { bindPartitionSpec, buildPartitionSpec } from '../../../src/iceberg/partition-spec.ts';
+import type { PartitionSpec } from '../../../src/iceberg/partition-spec.ts';
 import { metadataFields } from '../../../src/config/kafka-metadata.ts';
 import { valueFormat } from '../../../src/decode/value-format.ts';
 import { RecordProbe } from '../../../src/decode/record-probe.ts';
@@ -93,6 +94,30 @@ test('one writer per partition; metadata columns filled per record; spans per so
   assert.throws(() => sink.append(record(0, 12n, { id: 4, region: 'eu', amount: 1 })), /needs the record's probe values/);
   // The cycle is over: nothing left buffered, spans reset.
   assert.deepEqual((await sink.complete()).files, []);
+});
+
+/** The bucket of a long id under the spec's second field, by the Iceberg transform itself. */
+function bucketOf(spec: PartitionSpec, schema: TableSink['schema'], id: bigint): unknown {
+  return bindPartitionSpec(spec, schema)[1]?.apply(id);
+}
+
+test('two partition fields, nulls and interleaved records: one writer per distinct tuple, every record in its own', async () => {
+  const { sink } = sinkFor('region, bucket(id, 4)');
+  const rows: RawRecord[] = [];
+  const regions = ['eu', 'us', null];
+  for (let i = 0; i < 60; i++) rows.push(record(i % 2, BigInt(i), { id: i % 8, region: regions[i % 3], amount: 1 }));
+  for (const r of rows) appendProbed(sink, r);
+  const cycle = await sink.complete();
+  const want = new Map<string, bigint>();
+  const spec = buildPartitionSpec(sink.schema, 'region, bucket(id, 4)');
+  for (const r of rows) {
+    const v = JSON.parse(new TextDecoder().decode(r.value as Uint8Array)) as { id: number; region: string | null };
+    const tuple = JSON.stringify([v.region, bucketOf(spec, sink.schema, BigInt(v.id))]);
+    want.set(tuple, (want.get(tuple) ?? 0n) + 1n);
+  }
+  const got = new Map(cycle.files.map((f) => [JSON.stringify(f.partition), f.recordCount]));
+  assert.deepEqual(new Map([...got].sort()), new Map([...want].sort()));
+  assert.equal(cycle.records, 60);
 });
 
 test('abort drops what was buffered and reports nothing to announce', async () => {
