@@ -9,10 +9,9 @@
 const C1 = 0xcc9e2d51;
 const C2 = 0x1b873593;
 
-/** Signed 32-bit result, as Java's `hashBytes(...).asInt()` returns it. */
-export function murmur3x86_32(data: Uint8Array, seed = 0): number {
+/** Signed 32-bit result, as Java's `hashBytes(...).asInt()` returns it; `len`: hash only the first bytes. */
+export function murmur3x86_32(data: Uint8Array, seed = 0, len = data.length): number {
   let h = seed | 0;
-  const len = data.length;
   const blocks = len & ~3;
   for (let i = 0; i < blocks; i += 4) {
     let k =
@@ -42,4 +41,26 @@ export function murmur3x86_32(data: Uint8Array, seed = 0): number {
   h = Math.imul(h, 0xc2b2ae35);
   h ^= h >>> 16;
   return h | 0;
+}
+
+const encoder = new TextEncoder();
+/** Grows to the longest string hashed so far; strings are encoded into it instead of a new array each. */
+let scratch = new Uint8Array(256);
+
+/**
+ * The hash of a string's UTF-8 bytes (what Java hashes for a string bucket), without allocating them: ASCII
+ * is copied char by char into a reused buffer, anything else encoded into it.
+ */
+export function murmur3Utf8(s: string, seed = 0): number {
+  const n = s.length;
+  if (n * 3 > scratch.length) scratch = new Uint8Array(n * 3); // UTF-8 needs at most 3 bytes per UTF-16 unit
+  let i = 0;
+  for (; i < n; i++) {
+    const c = s.charCodeAt(i);
+    if (c >= 0x80) break;
+    scratch[i] = c;
+  }
+  if (i === n) return murmur3x86_32(scratch, seed, n);
+  const { written } = encoder.encodeInto(s, scratch);
+  return murmur3x86_32(scratch, seed, written);
 }

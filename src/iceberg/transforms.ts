@@ -12,7 +12,7 @@
  */
 import { ConfigError } from '../core/errors.ts';
 import { bigintToMinimalBytes, compareBytes, uuidFromBytes, utf8Encode } from './bytes.ts';
-import { murmur3x86_32 } from './murmur3.ts';
+import { murmur3Utf8, murmur3x86_32 } from './murmur3.ts';
 import { primitiveToString, type IcebergType, type PartitionValue, type PrimitiveType, type PrimitiveValue } from './types.ts';
 
 export type Transform =
@@ -231,7 +231,7 @@ function bucketHasher(source: PrimitiveType): (v: PrimitiveValue) => number {
     case 'decimal':
       return (v) => murmur3x86_32(bigintToMinimalBytes(asBig(v)));
     case 'string':
-      return (v) => murmur3x86_32(utf8Encode(asStr(v)));
+      return (v) => murmur3Utf8(asStr(v));
     case 'uuid':
       return (v) => {
         const b = asBytes(v);

@@ -1,7 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { fromHex, utf8Encode, uuidToBytes } from '../../../src/iceberg/bytes.ts';
-import { murmur3x86_32 } from '../../../src/iceberg/murmur3.ts';
+import { murmur3Utf8, murmur3x86_32 } from '../../../src/iceberg/murmur3.ts';
 import {
   applyTransform,
   bindTransform,
@@ -29,6 +29,14 @@ test('murmur3 x86_32 matches the reference values (Guava murmur3_32_fixed, seed 
   // Reference values from the canonical SMHasher implementation.
   assert.equal(murmur3x86_32(utf8Encode('hello')) >>> 0, 0x248bfa47);
   assert.equal(murmur3x86_32(utf8Encode('The quick brown fox jumps over the lazy dog')) >>> 0, 0x2e4ff723);
+});
+
+test('a string hashes as its UTF-8 bytes without encoding them anew: ASCII, multi-byte, surrogate pairs, lone surrogates, long', () => {
+  const strings = ['', 'iceberg', 'ORD-rqg5a3-000019703', 'café', '日本語テキスト', 'emoji 🧊 floe', '\ud800 lone', 'x'.repeat(1000), 'é'.repeat(400)];
+  for (const s of strings) assert.equal(murmur3Utf8(s), murmur3x86_32(utf8Encode(s)), JSON.stringify(s.slice(0, 20)));
+  // After a long string grew the scratch buffer, a short one hashes only its own bytes.
+  assert.equal(murmur3Utf8('ab'), murmur3x86_32(utf8Encode('ab')));
+  assert.equal(murmur3Utf8('iceberg'), 1210000089); // spec Appendix B
 });
 
 test('bucket hash: every test vector of spec Appendix B', () => {
