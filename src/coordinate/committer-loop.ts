@@ -6,6 +6,7 @@
  *
  * Owns: the schedule and the retry of failed rounds. Must not: plan or commit (ConnectorCommitter does).
  */
+import { errorMessage } from '../core/errors.ts';
 import type { Logger } from '../core/log.ts';
 import { Backoff } from '../core/retry.ts';
 import type { BackoffBounds } from '../core/retry.ts';
@@ -60,7 +61,7 @@ export class CommitterLoop {
     try {
       await this.committer.round();
     } catch (e) {
-      this.o.log.warn('last committer round failed; the next start applies the announcements', { error: describe(e) });
+      this.o.log.warn('last committer round failed; the next start applies the announcements', { error: errorMessage(e) });
     }
   }
 
@@ -84,7 +85,7 @@ export class CommitterLoop {
         this.backoff.reset();
       } catch (e) {
         const delay = this.backoff.next();
-        this.o.log.warn('committer round failed; retrying', { error: describe(e), consecutive: this.backoff.count, retryInMs: delay });
+        this.o.log.warn('committer round failed; retrying', { error: errorMessage(e), consecutive: this.backoff.count, retryInMs: delay });
         await this.pause(delay);
       }
     }
@@ -104,6 +105,3 @@ export class CommitterLoop {
   }
 }
 
-function describe(e: unknown): string {
-  return e instanceof Error ? e.message : String(e);
-}

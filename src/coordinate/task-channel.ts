@@ -24,7 +24,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import type { CrashPoints } from '../core/crash-points.ts';
-import { IcefloeError, RetriableError } from '../core/errors.ts';
+import { errorMessage, IcefloeError, RetriableError } from '../core/errors.ts';
 import type { Logger } from '../core/log.ts';
 import { isFenced, partitionKey } from '../consume/port.ts';
 import type { KafkaSource, OutgoingRecord, RawRecord, TopicPartition, TopicPartitionOffset, TransactionalProducer } from '../consume/port.ts';
@@ -194,7 +194,7 @@ export class TaskChannel {
       } catch (e) {
         // Abandoned: nothing of the cycle is announced, so the next owner reads it again.
         if (isFenced(e) || !(e instanceof RetriableError)) throw e;
-        this.d.log.warn('cycle abandoned at revocation', { error: describe(e) });
+        this.d.log.warn('cycle abandoned at revocation', { error: errorMessage(e) });
       }
     }
     for (const tp of tps) this.partitions.delete(partitionKey(tp));
@@ -285,14 +285,14 @@ export class TaskChannel {
       if (!isFenced(e)) {
         aborted = await producer.abortTransaction().then(
           () => true,
-          (err: unknown) => (this.d.log.warn('abort failed', { error: describe(err) }), false),
+          (err: unknown) => (this.d.log.warn('abort failed', { error: errorMessage(err) }), false),
         );
       }
       // Only a transaction known to be aborted proves the files were never announced; otherwise they
       // may be (a commit whose answer was lost), and deleting them would lose data: leave them to
       // orphan cleanup.
       if (aborted) await this.deleteFiles(tables.flatMap((t) => t.files.map((f) => f.filePath)));
-      throw e instanceof IcefloeError ? e : new RetriableError(`commit cycle failed: ${describe(e)}`, { cause: e });
+      throw e instanceof IcefloeError ? e : new RetriableError(`commit cycle failed: ${errorMessage(e)}`, { cause: e });
     }
   }
 
@@ -332,6 +332,3 @@ function newPartition(tp: TopicPartition): PartitionState {
   return { topic: tp.topic, partition: tp.partition, committed: undefined, next: undefined, maxTs: undefined, reportedCaughtUp: true };
 }
 
-function describe(e: unknown): string {
-  return e instanceof Error ? e.message : String(e);
-}

@@ -83,3 +83,8 @@ export class FatalError extends IcefloeError {
 export function isRetriable(error: unknown): boolean {
   return error instanceof IcefloeError && error.retriable;
 }
+
+/** The message of anything thrown, for logs and status (an Error's message, anything else as text). */
+export function errorMessage(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
+}

@@ -14,7 +14,7 @@
  * or what is committed (the channel).
  */
 import type { CrashPoints } from '../core/crash-points.ts';
-import { RetriableError } from '../core/errors.ts';
+import { errorMessage, RetriableError } from '../core/errors.ts';
 import { Backoff } from '../core/retry.ts';
 import type { Logger } from '../core/log.ts';
 import type { ConnectorConfig } from '../config/connector-config.ts';
@@ -151,7 +151,7 @@ export class SinkTask {
     } catch (e) {
       this.state = 'FAILED';
       this.trace = e instanceof Error ? (e.stack ?? e.message) : String(e);
-      this.log.error('task failed', { error: describe(e) });
+      this.log.error('task failed', { error: errorMessage(e) });
       this.channel.markFailed();
       await this.channel.abandon(e);
       await source.close().catch(() => undefined);
@@ -197,14 +197,11 @@ export class SinkTask {
     if (!this.channel.needsRewind) await this.channel.abandon(e);
     // A transaction the broker made us abort is a rebalance under way, not trouble: it does not grow the wait.
     const delay = requiresAbort(e) ? CYCLE_BACKOFF.initialDelayMs : this.backoff.next();
-    this.log.warn('cycle abandoned; reading again from the committed offsets', { error: describe(e), consecutive: this.backoff.count, retryInMs: delay });
+    this.log.warn('cycle abandoned; reading again from the committed offsets', { error: errorMessage(e), consecutive: this.backoff.count, retryInMs: delay });
     await (this.d.sleep ?? sleep)(delay);
   }
 }
 
-function describe(e: unknown): string {
-  return e instanceof Error ? e.message : String(e);
-}
 
 function sleep(ms: number): Promise<void> {
   return new Promise((resolve) => setTimeout(resolve, ms));

@@ -7,6 +7,7 @@
  * The committer's rounds are scheduled by its CommitterLoop (src/coordinate/). Stopping: the tasks stop
  * first (each commits its last cycle when it leaves the group), then one last committer round.
  */
+import { errorMessage } from '../core/errors.ts';
 import type { Logger } from '../core/log.ts';
 import type { ConnectorConfig } from '../config/connector-config.ts';
 import type { ConnectorCommitter } from '../coordinate/committer.ts';
@@ -55,7 +56,7 @@ export class StandaloneWorker {
     this.connectors.set(connector.name, running);
     for (let t = 0; t < connector.tasksMax; t++) {
       const handle = this.d.startTask(connector, t, () => loop.wake());
-      handle.done.catch((e: unknown) => log.error('task failed; the worker keeps running (restart it to retry)', { task: handle.taskId, error: e instanceof Error ? e.message : String(e) }));
+      handle.done.catch((e: unknown) => log.error('task failed; the worker keeps running (restart it to retry)', { task: handle.taskId, error: errorMessage(e) }));
       running.tasks.push(handle);
     }
     log.info('connector started', { tasks: connector.tasksMax, config: connector.redacted() });

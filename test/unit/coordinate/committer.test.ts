@@ -7,9 +7,8 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { parseIdentifier } from '../../../src/commit/port.ts';
-import { expected, Rig, sortCoordinates, TABLE, until } from '../runtime/rig.ts';
+import { expected, logged, Rig, sortCoordinates, TABLE, until } from '../runtime/rig.ts';
 
-const messages = (rig: Rig, msg: string): Record<string, unknown>[] => rig.log.filter((l) => l.msg === msg).map((l) => l.fields);
 
 /** Runs one task over `count` records per partition (one cycle each), then stops it. */
 async function announce(rig: Rig, counts: readonly number[]): Promise<Record<number, bigint[]>> {
@@ -81,7 +80,7 @@ test('a recreated control topic stops the table instead of guessing (fail closed
   const committer = rig.committer();
   await committer.round();
   assert.equal(committer.tableStatus()[0]?.state, 'STOPPED');
-  assert.ok(messages(rig, 'table stopped: nothing is committed to it until an operator repairs it').length > 0, 'logged at error level');
+  assert.ok(logged(rig, 'table stopped: nothing is committed to it until an operator repairs it').length > 0, 'logged at error level');
   assert.deepEqual(sortCoordinates(await rig.tableCoordinates()), expected(produced), 'only what was applied before');
 });
 
@@ -113,7 +112,7 @@ test('the commit landed but its answer was lost: the committer finds its commit 
   rig.memoryCatalog.commitFaults.push('apply-then-unknown');
   await rig.committer().round();
   assert.deepEqual(await ourSnapshots(rig), [(await ourSnapshots(rig))[0]], 'one snapshot with our commit id');
-  assert.equal(messages(rig, 'table committed')[0]?.['resolvedBy'], 'reload');
+  assert.equal(logged(rig, 'table committed')[0]?.['resolvedBy'], 'reload');
   assert.deepEqual(sortCoordinates(await rig.tableCoordinates()), expected(produced));
 });
 

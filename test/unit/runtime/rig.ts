@@ -207,6 +207,11 @@ export class Rig {
   }
 }
 
+/** The fields of every log line with this message, in order. */
+export function logged(rig: Rig, msg: string): Record<string, unknown>[] {
+  return rig.log.filter((l) => l.msg === msg).map((l) => l.fields);
+}
+
 /** Polls `cond` every millisecond until it holds; fails after `ms` with `what`. */
 export async function until(what: string, cond: () => boolean | Promise<boolean>, ms = 5_000): Promise<void> {
   const deadline = Date.now() + ms;

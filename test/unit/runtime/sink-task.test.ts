@@ -8,9 +8,8 @@ import { test } from 'node:test';
 import { RetriableError } from '../../../src/core/errors.ts';
 import { appliedButFailed } from '../../../src/consume/memory/index.ts';
 import { isFenced } from '../../../src/consume/port.ts';
-import { expected, Rig, sortCoordinates, TOPIC, until } from './rig.ts';
+import { expected, logged, Rig, sortCoordinates, TOPIC, until } from './rig.ts';
 
-const messages = (rig: Rig, msg: string): Record<string, unknown>[] => rig.log.filter((l) => l.msg === msg).map((l) => l.fields);
 
 async function commitAll(rig: Rig): Promise<string[]> {
   await rig.committer().round();
@@ -83,7 +82,7 @@ test('a revocation commits the cycle first: the new owner starts where it ended,
   await until('task 0 read both partitions', () => a.task.metrics.recordsConsumed === 60);
   const b = rig.startTask(1);
   await until('task 1 got a partition', () => b.source.assignment().length === 1);
-  const revoked = messages(rig, 'cycle committed').filter((f) => f['why'] === 'revoke' && f['task'] === 0);
+  const revoked = logged(rig, 'cycle committed').filter((f) => f['why'] === 'revoke' && f['task'] === 0);
   assert.equal(revoked.length, 1, 'task 0 committed its cycle at the revocation');
   const moved = b.source.assignment()[0]?.partition as number;
   assert.equal(rig.committedOffset(moved), 30n, 'the revoked partition was committed before it moved');
@@ -106,7 +105,7 @@ test('lost partitions abandon the cycle: no transaction for them, the new owner 
   const txnId = `${rig.connector.name}-0`;
   const before = rig.kafka.readPartition('control-orders', 0).filter((e) => e.transactionalId === txnId).length;
   rig.kafka.expireMember(a.source); // task 0 froze past its session timeout
-  await until('task 0 learnt it lost its partitions', () => messages(rig, 'partitions revoked').some((f) => f['task'] === 0 && f['lost'] === true));
+  await until('task 0 learnt it lost its partitions', () => logged(rig, 'partitions revoked').some((f) => f['task'] === 0 && f['lost'] === true));
   const after = rig.kafka.readPartition('control-orders', 0).filter((e) => e.transactionalId === txnId).length;
   assert.equal(after, before, 'task 0 opened no transaction for the lost partitions');
   await until('task 1 owns both partitions and read the lost records', () => b.source.assignment().length === 2 && b.task.metrics.recordsConsumed >= 20);
@@ -124,10 +123,10 @@ test('a schema change ends the cycle first: each announcement holds one schema',
   const before = rig.produce(0, 10);
   const after = rig.kafka.produce(TOPIC, 0, Array.from({ length: 10 }, (_, i) => ({ key: `x${i}`, value: JSON.stringify({ n: 100 + i, extra: 'new' }) })));
   const task = rig.startTask(0);
-  await until('the schema-change cycle', () => messages(rig, 'cycle committed').some((f) => f['why'] === 'schema-change'));
+  await until('the schema-change cycle', () => logged(rig, 'cycle committed').some((f) => f['why'] === 'schema-change'));
   await until('the rest', () => task.task.metrics.recordsWritten === 20);
   await task.stop();
-  const cycles = messages(rig, 'cycle committed');
+  const cycles = logged(rig, 'cycle committed');
   assert.equal(cycles[0]?.['why'], 'schema-change');
   assert.equal(cycles[0]?.['records'], 10, 'the cycle ended before the first record of the new schema');
   assert.deepEqual(await commitAll(rig), expected({ 0: [...before, ...after] }));
