@@ -12,7 +12,9 @@
  *   previous incarnation at `initTransactions`.
  * - `ControlTopicReader`: the committer's read_committed reader: from given positions to the last stable
  *   offset, never past it, never with an implicit reset.
- * - `KafkaAdmin`: topic creation, the cluster id and topic ids (fail-closed identity), watermarks.
+ * - `KafkaAdmin`: topic creation, the cluster id and topic ids (fail-closed identity), watermarks, and
+ *   the committed offsets (with metadata) of a group no member consumes for: the committer's
+ *   connector-level control position (coordinate/connector-position.ts).
  * - `RecordProducer`: a plain idempotent producer (no transactions) that reports where each record
  *   landed, for tools such as the data generator (`icefloe generate`); never used for the sink's own
  *   announcements, DLQ records or offsets (those go through `TransactionalProducer`).
@@ -220,6 +222,11 @@ export interface Watermarks extends TopicPartition {
   readonly lastStable: bigint;
 }
 
+/** A group's committed offset with its commit metadata (Kafka's free-text field, null when none). */
+export interface GroupOffset extends TopicPartitionOffset {
+  readonly metadata: string | null;
+}
+
 export interface KafkaAdmin {
   /** Creates the topic unless it exists; true when this call created it. */
   ensureTopic(spec: TopicSpec): Promise<boolean>;
@@ -231,6 +238,13 @@ export interface KafkaAdmin {
   /** Partition count of an existing topic. */
   partitionCount(topic: string): Promise<number>;
   watermarks(topic: string): Promise<Watermarks[]>;
+  /** The group's committed offsets on the topic (partitions without one are absent), with their metadata. */
+  groupOffsets(groupId: string, topic: string): Promise<GroupOffset[]>;
+  /**
+   * Commits offsets with metadata for a group that has no members (a simple-consumer commit: no
+   * subscription, generation -1). Resolves once the broker acknowledged every partition.
+   */
+  commitGroupOffsets(groupId: string, offsets: readonly GroupOffset[]): Promise<void>;
   close(): Promise<void>;
 }
 

@@ -9,14 +9,20 @@
  * id from that line, validated as Kafka's 22-character base64url UUID. A librdkafka upgrade that changes
  * the line fails the admin integration test, not silently.
  *
+ * Group offsets: read with ListConsumerGroupOffsets (metadata included). The AdminClient has no
+ * AlterConsumerGroupOffsets, so a commit goes through a KafkaConsumer with that group.id that never
+ * subscribes (librdkafka then commits as a simple consumer: generation -1, which the coordinator accepts
+ * while the group has no members); one such client per group, kept until close().
+ *
  * Owns: admin calls and their translation. Must not: delete or alter topics it did not create (deleteTopic
  * exists for tests and tools).
  */
 import { RetriableError } from '../../core/errors.ts';
-import type { KafkaAdmin, TopicSpec, Watermarks } from '../port.ts';
+import type { GroupOffset, KafkaAdmin, TopicSpec, Watermarks } from '../port.ts';
 import { KAFKA_CODES, translateKafkaError } from './errors.ts';
 import { RdKafka, call, sync } from './internal.ts';
-import { adminConfig, clusterIdFromLogLine, offsetFromNumber, splitTopicConfig, uuidFromHalves } from './settings.ts';
+import type { KafkaConsumerClient } from './internal.ts';
+import { adminConfig, clusterIdFromLogLine, offsetFromNumber, offsetToNumber, splitTopicConfig, uuidFromHalves } from './settings.ts';
 import type { ClientSettings } from './settings.ts';
 
 export interface AdminOptions {
@@ -30,6 +36,8 @@ const TIMEOUT_MS = 15_000;
 export class ConfluentKafkaAdmin implements KafkaAdmin {
   readonly #config: Record<string, string>;
   readonly #admin: RdKafka.IAdminClient;
+  /** Group id → the never-subscribing consumer that commits its offsets. */
+  readonly #committers = new Map<string, Promise<KafkaConsumerClient>>();
 
   private constructor(config: Record<string, string>, admin: RdKafka.IAdminClient) {
     this.#config = config;
@@ -130,9 +138,73 @@ export class ConfluentKafkaAdmin implements KafkaAdmin {
     }
   }
 
-  close(): Promise<void> {
+  async groupOffsets(groupId: string, topic: string): Promise<GroupOffset[]> {
+    // A group's coordinator answers COORDINATOR_LOAD_IN_PROGRESS / NOT_COORDINATOR for a moment after the
+    // group is first used or moves: retried here briefly, so the caller sees only lasting trouble.
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await this.listGroupOffsets(groupId, topic);
+      } catch (e) {
+        if (!(e instanceof RetriableError) || attempt >= 20) throw e;
+        await new Promise((resolve) => setTimeout(resolve, 250));
+      }
+    }
+  }
+
+  private async listGroupOffsets(groupId: string, topic: string): Promise<GroupOffset[]> {
+    const partitions = (await this.describe(topic)).partitions.map((p) => ({ topic, partition: p.partition }));
+    const got = await call<RdKafka.GroupResults[]>('admin', (cb) =>
+      this.#admin.listConsumerGroupOffsets([{ groupId, partitions }], { timeout: TIMEOUT_MS, requireStableOffsets: true }, cb));
+    const g = got.find((r) => r.groupId === groupId);
+    if (g === undefined) throw new RetriableError(`Kafka admin: no offsets answer for group ${groupId}`);
+    if (g.error !== undefined) throw translateKafkaError(g.error, 'admin');
+    const out: GroupOffset[] = [];
+    for (const p of g.partitions) {
+      if (p.error !== undefined) throw translateKafkaError(p.error, 'admin');
+      const offset = offsetFromNumber(p.offset);
+      if (offset !== null) out.push({ topic: p.topic, partition: p.partition, offset, metadata: p.metadata ?? null });
+    }
+    return out.sort((a, b) => a.partition - b.partition);
+  }
+
+  async commitGroupOffsets(groupId: string, offsets: readonly GroupOffset[]): Promise<void> {
+    if (offsets.length === 0) return;
+    let client = this.#committers.get(groupId);
+    if (client === undefined) {
+      client = this.groupClient(groupId);
+      this.#committers.set(groupId, client);
+      client.catch(() => this.#committers.delete(groupId));
+    }
+    const consumer = await client;
+    const list = offsets.map((o) => ({ topic: o.topic, partition: o.partition, offset: offsetToNumber(o.offset), ...(o.metadata === null ? {} : { metadata: o.metadata }) }));
+    await call('admin', (cb) => consumer.commitCb(list, (err) => cb(err)));
+    // Observed on Kafka 4: the first commit of a group calls back before a read sees it (tens of ms).
+    // Callers decide from what they read next (a group without offsets is seeded), so resolve only once
+    // the broker shows every offset and its metadata.
+    const topics = [...new Set(offsets.map((o) => o.topic))];
+    for (let attempt = 1; ; attempt++) {
+      const seen = (await Promise.all(topics.map((t) => this.groupOffsets(groupId, t)))).flat();
+      const visible = offsets.every((o) => seen.some((s) => s.topic === o.topic && s.partition === o.partition && s.offset === o.offset && s.metadata === o.metadata));
+      if (visible) return;
+      if (attempt >= 40) throw new RetriableError(`Kafka admin: the offsets committed for group ${groupId} did not become visible`);
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+  }
+
+  private async groupClient(groupId: string): Promise<KafkaConsumerClient> {
+    const { global, topic } = splitTopicConfig({ ...this.#config, 'group.id': groupId, 'enable.auto.commit': 'false', 'enable.auto.offset.store': 'false' });
+    const consumer = sync('admin', () => new RdKafka.KafkaConsumer(global, topic) as KafkaConsumerClient);
+    await call<unknown>('admin', (cb) => consumer.connect({ timeout: TIMEOUT_MS }, cb));
+    return consumer;
+  }
+
+  async close(): Promise<void> {
     this.#admin.disconnect();
-    return Promise.resolve();
+    for (const client of this.#committers.values()) {
+      const consumer = await client.catch(() => undefined);
+      if (consumer !== undefined) await new Promise<void>((resolve) => consumer.disconnect(() => resolve()));
+    }
+    this.#committers.clear();
   }
 }
 

@@ -9,13 +9,15 @@ import { translateKafkaError } from './errors.ts';
 import type { KafkaOperation } from './errors.ts';
 
 export { RdKafka };
-/** The consumer, with the cooperative-rebalance methods lib/kafka-consumer.js has but types/rdkafka.d.ts omits. */
+/** The consumer, with the cooperative-rebalance methods (and commitCb) lib/kafka-consumer.js has but types/rdkafka.d.ts omits. */
 export type KafkaConsumerClient = InstanceType<typeof RdKafka.KafkaConsumer> & {
   incrementalAssign(assignments: RdKafka.TopicPartition[]): unknown;
   incrementalUnassign(assignments: RdKafka.TopicPartition[]): unknown;
   assignmentLost(): boolean;
   rebalanceProtocol(): 'NONE' | 'EAGER' | 'COOPERATIVE';
   setDefaultIsTimeoutOnlyForFirstMessage(isTimeoutOnlyForFirstMessage: boolean): void;
+  /** Commits on a worker thread (commitSync there), calling back with its error. */
+  commitCb(toppars: RdKafka.TopicPartitionOffsetAndMetadata[] | null, cb: (err: RdKafka.LibrdKafkaError | null) => void): unknown;
 };
 export type ProducerClient = InstanceType<typeof RdKafka.Producer>;
 

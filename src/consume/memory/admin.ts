@@ -4,10 +4,14 @@
  * Unknown topics fail as the confluent adapter reports them (librdkafka's UNKNOWN_TOPIC_OR_PART: a
  * `ConfigError`).
  *
+ * Group offsets: read with their metadata, and committed as a simple consumer does (refused while the
+ * group has members, as the coordinator refuses a commit from outside the current generation).
+ *
  * Owns: one admin client. Must not: touch records or groups beyond what deleting a topic implies.
  */
 import { ConfigError } from '../../core/errors.ts';
-import type { KafkaAdmin, TopicSpec, Watermarks } from '../port.ts';
+import { partitionKey } from '../port.ts';
+import type { GroupOffset, KafkaAdmin, TopicSpec, Watermarks } from '../port.ts';
 import { stateError } from './broker.ts';
 import type { Broker, Topic } from './broker.ts';
 import { rejectCall } from './faults.ts';
@@ -53,6 +57,31 @@ export class MemoryKafkaAdmin implements KafkaAdmin {
   watermarks(topic: string): Promise<Watermarks[]> {
     return this.#call('watermarks', () =>
       this.#topic(topic).partitions.map((log) => ({ topic, partition: log.partition, low: log.logStart, high: log.high, lastStable: log.lastStable })));
+  }
+
+  groupOffsets(groupId: string, topic: string): Promise<GroupOffset[]> {
+    return this.#call('groupOffsets', () => {
+      const g = this.#broker.existingGroup(groupId);
+      const out: GroupOffset[] = [];
+      for (const log of this.#topic(topic).partitions) {
+        const k = partitionKey({ topic, partition: log.partition });
+        const offset = g?.committed.get(k);
+        if (offset !== undefined) out.push({ topic, partition: log.partition, offset, metadata: g?.metadata.get(k) ?? null });
+      }
+      return out;
+    });
+  }
+
+  commitGroupOffsets(groupId: string, offsets: readonly GroupOffset[]): Promise<void> {
+    return this.#call('commitGroupOffsets', () => {
+      const g = this.#broker.group(groupId);
+      if (g.members().length > 0) throw stateError('admin', `group ${groupId} has members: a commit from outside its generation is refused`);
+      for (const o of offsets) {
+        this.#broker.requireLog('admin', o);
+        g.committed.set(partitionKey(o), o.offset);
+        g.metadata.set(partitionKey(o), o.metadata);
+      }
+    });
   }
 
   close(): Promise<void> {

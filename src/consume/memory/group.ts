@@ -34,6 +34,8 @@ export class Group {
   generation = 0;
   /** Partition key → the next offset to read. */
   readonly committed = new Map<string, bigint>();
+  /** Partition key → the commit metadata stored with the offset (simple-consumer commits carry one). */
+  readonly metadata = new Map<string, string | null>();
   /** Live members, in join order. */
   readonly #members = new Map<string, GroupMember>();
   /** Partition key → the member holding it (it has not revoked it yet). */

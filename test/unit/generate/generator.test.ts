@@ -84,6 +84,12 @@ class MemoryAdmin implements KafkaAdmin {
   watermarks(): Promise<Watermarks[]> {
     return Promise.reject(new Error('not in this test'));
   }
+  groupOffsets(): Promise<never[]> {
+    return Promise.reject(new Error('not in this test'));
+  }
+  commitGroupOffsets(): Promise<void> {
+    return Promise.reject(new Error('not in this test'));
+  }
   close(): Promise<void> {
     return Promise.resolve();
   }
