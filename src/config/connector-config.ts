@@ -62,6 +62,8 @@ export interface ControlConfig {
   readonly topicReplicationFactor: number;
   readonly topicRetentionMs: number;
   readonly autoCreateTopic: boolean;
+  /** `iceberg.control.group-id-prefix`: the connector position C is the group `<prefix><connector>` (coordinate/connector-position.ts). */
+  readonly groupIdPrefix: string;
   /** `iceberg.kafka.*`, layered over the worker's client settings. */
   readonly kafkaProps: Readonly<Record<string, string>>;
 }
@@ -244,6 +246,7 @@ function controlConfig(p: ParsedConfig): ControlConfig {
     topicReplicationFactor: n(p, 'icefloe.control.topic.replication.factor'),
     topicRetentionMs: retention,
     autoCreateTopic: b(p, 'icefloe.control.topic.auto-create'),
+    groupIdPrefix: p.string('iceberg.control.group-id-prefix') ?? 'cg-control-',
     kafkaProps: p.prefixed('iceberg.kafka.'),
   });
 }

@@ -37,6 +37,8 @@ import type { ControlIdentity, ControlPositions, PositionsRead } from './control
 import { decodeControlEvent, reassembleAnnouncement, sameTable, tableRefString } from './events.ts';
 import type { Announcement, AnnouncementPart, ControlEvent, CycleComplete, SourceSpan, TableRef } from './events.ts';
 import { commitWatermark, sourceKey } from './watermark.ts';
+import { positionRules } from './connector-position.ts';
+import type { ConnectorPositions } from './connector-position.ts';
 
 /** One record read from the control topic (read_committed), decoded or not. */
 export type ControlRecordRead = {
@@ -72,6 +74,10 @@ export interface TableCommitInput {
   /** Each control partition's log start offset, if known: a stored position below it means announcements
    *  this table never applied were deleted by retention. */
   readonly logStartOffsets?: ReadonlyMap<number, bigint>;
+  /** C, the connector-level position (connector-position.ts); absent: the table's own positions only. */
+  readonly connectorPositions?: ConnectorPositions;
+  /** What this committer saw applied to the table earlier in its life (live rollback detection). */
+  readonly appliedBefore?: { readonly tableUuid: string; readonly positions: ControlPositions };
 }
 
 export type StopCode =
@@ -80,6 +86,8 @@ export type StopCode =
   | 'positions-unseeded'
   | 'positions-malformed'
   | 'control-records-lost'
+  | 'positions-rolled-back'
+  | 'commit-failed'
   | 'undecodable-event'
   | 'table-uuid-mismatch'
   | 'unknown-schema'
@@ -118,6 +126,10 @@ interface PlanCommon {
   readonly basePositions: ControlPositions;
   /** Age of the oldest announcement for this table that is read but not applied (retention alarm). */
   readonly oldestUnappliedAgeMs?: number;
+  /** Its Kafka timestamp (ms since the epoch). */
+  readonly oldestUnappliedMs?: number;
+  /** E: where the plan read from per control partition (connector-position.ts); T raised by C. */
+  readonly effectivePositions: ControlPositions;
 }
 
 export type TablePlan =
@@ -211,18 +223,44 @@ export function planTableCommit(input: TableCommitInput): TablePlan {
   const tableName = tableRefString(input.table);
   const base: ControlPositions =
     input.positions.kind === 'positions' || input.positions.kind === 'identity-mismatch' ? input.positions.positions : new Map();
+  let eff: ControlPositions = base;
   const stopped = (reason: StopReason, oldest?: number): TablePlan => ({
     kind: 'stopped',
     reason,
-    positions: base,
+    positions: eff,
     basePositions: base,
-    ...(oldest === undefined ? {} : { oldestUnappliedAgeMs: Math.max(0, input.nowMs - oldest) }),
+    effectivePositions: eff,
+    ...ages(input.nowMs, oldest),
   });
 
-  const positionProblem = positionsStop(input.positions, tableName) ?? lostRecordsStop(base, input.logStartOffsets, tableName);
+  const positionProblem = positionsStop(input.positions, tableName);
   if (positionProblem !== undefined) return stopped(positionProblem);
+  if (input.positions.kind === 'positions' || input.positions.kind === 'fresh') {
+    const rules = positionRules({
+      connector: input.connector,
+      table: input.table,
+      tableName,
+      metadata: input.metadata,
+      stored: base,
+      read: input.positions,
+      connectorPositions: input.connectorPositions ?? new Map(),
+      announcements: announcementsAt(input.records),
+      ...(input.appliedBefore === undefined ? {} : { appliedBefore: input.appliedBefore }),
+    });
+    if (rules.kind === 'rolled-back') {
+      const where = { ...(rules.partition === undefined ? {} : { partition: rules.partition }), ...(rules.offset === undefined ? {} : { offset: rules.offset }) };
+      return stopped(stop('positions-rolled-back', rules.message, where, rules.context));
+    }
+    const e = rules.effective;
+    // With C known, a partition neither the table nor C has a position for is read from offset 0: if its
+    // log no longer starts there, something may have been deleted (the check below says so).
+    if (input.connectorPositions !== undefined && !rules.reapplying) for (const p of input.logStartOffsets?.keys() ?? []) if (!e.has(p)) e.set(p, 0n);
+    eff = e;
+  }
+  const lost = lostRecordsStop(eff, input.logStartOffsets, tableName);
+  if (lost !== undefined) return stopped(lost);
 
-  const byPartition = recordsByPartition(input.records, base);
+  const byPartition = recordsByPartition(input.records, eff);
   const { groups, blockers, cycleCompletes } = groupAnnouncements(byPartition, input, tableName);
   const candidates = validateAnnouncements(groups, byPartition, input, tableName, blockers);
 
@@ -236,13 +274,26 @@ export function planTableCommit(input: TableCommitInput): TablePlan {
   const includedSet = new Set(included.map((c) => c.group));
   const notIncluded = groups.filter((g) => !includedSet.has(g));
   const oldest = oldestTimestamp(notIncluded);
-  const common: PlanCommon = { basePositions: base, ...(oldest === undefined ? {} : { oldestUnappliedAgeMs: Math.max(0, input.nowMs - oldest) }) };
+  const common: PlanCommon = { basePositions: base, effectivePositions: eff, ...ages(input.nowMs, oldest) };
 
   const duplicate = duplicateFileStop(included, tableName);
   if (duplicate !== undefined) return stopped(duplicate, oldest);
 
-  if (included.length === 0) return { kind: 'nothing', positions: base, waiting: notIncluded.length, ...common };
-  return commitPlan(input, base, included, notIncluded.length, cycleCompletes, common);
+  if (included.length === 0) return { kind: 'nothing', positions: eff, waiting: notIncluded.length, ...common };
+  return commitPlan(input, eff, included, notIncluded.length, cycleCompletes, common);
+}
+
+function ages(nowMs: number, oldest: number | undefined): { oldestUnappliedAgeMs?: number; oldestUnappliedMs?: number } {
+  return oldest === undefined ? {} : { oldestUnappliedAgeMs: Math.max(0, nowMs - oldest), oldestUnappliedMs: oldest };
+}
+
+/** Every announcement part read, where it is and whose it is (for the rollback rules). */
+function announcementsAt(records: readonly ControlRecordRead[]): { partition: number; offset: bigint; connector: string; table: TableRef; tableUuid: string }[] {
+  const out: { partition: number; offset: bigint; connector: string; table: TableRef; tableUuid: string }[] = [];
+  for (const r of records) {
+    if ('event' in r && r.event.type === 'announcement') out.push({ partition: r.partition, offset: r.offset, connector: r.event.connector, table: r.event.table, tableUuid: r.event.tableUuid });
+  }
+  return out;
 }
 
 /** An announcement's parts as read: one task's cycle for this table on one control partition. */

@@ -8,12 +8,19 @@
  * A round: refresh the live identity (cluster id, control topic id), read new control records into a
  * buffer, then per table (in name order): load it, read its positions, check the announced files exist,
  * plan, and append with a requirement on the snapshot read (a plan made stale by another commit is
- * planned again). A table that cannot be applied stops with its reason; the others go on. Records every
- * table is past are dropped from the buffer.
+ * planned again). A table that cannot be applied stops with its reason; one whose commit fails (catalog
+ * refuses, outcome unknown, retries exhausted) is retried next round or stopped; either way the others go
+ * on. Records every table is past are dropped from the buffer, and that point is committed as the
+ * connector position C (connector-position.ts), every round, changed or not.
+ *
+ * Tables that move backwards: the committer remembers what it saw applied to each table; a table whose
+ * positions went back (rollback, branch reset) or that was replaced (new UUID) stops with
+ * `positions-rolled-back` until an operator runs `icefloe positions --reapply|--adopt`. A re-apply whose
+ * positions lie below what the buffer still holds makes the committer read the control topic again.
  *
  * In standalone mode it runs in the worker process; distributed mode elects one per table, same protocol.
  */
-import { IcefloeError, RetriableError } from '../core/errors.ts';
+import { CommitStateUnknownError, errorMessage, IcefloeError, RetriableError } from '../core/errors.ts';
 import type { Logger } from '../core/log.ts';
 import type { ConnectorConfig } from '../config/connector-config.ts';
 import type { ControlTopicReader, KafkaAdmin, TopicPartitionOffset } from '../consume/port.ts';
@@ -29,6 +36,11 @@ import { tableRefString } from '../coordinate/events.ts';
 import type { TableRef } from '../coordinate/events.ts';
 import type { ObjectStore } from '../upload/port.ts';
 import type { CrashPoints } from '../core/crash-points.ts';
+import type { ControlPositions } from '../coordinate/control-positions.ts';
+import { controlGroupId, nextAppliedPositions, reapplyHolds, readReapplyMark } from '../coordinate/connector-position.ts';
+import type { ConnectorPositions } from '../coordinate/connector-position.ts';
+import { commitConnectorPositions, loadOrSeedConnectorPositions } from '../coordinate/position-store.ts';
+import type { PositionStoreOptions } from '../coordinate/position-store.ts';
 
 export interface CommitterDeps {
   readonly connector: ConnectorConfig;
@@ -48,6 +60,8 @@ export interface TableCommitStatus {
   readonly lastSnapshotId?: bigint;
   readonly lastCommitMs?: number;
   readonly validThroughTs?: number;
+  /** Kafka timestamp (ms since the epoch) of the oldest announcement for the table not applied yet. */
+  readonly oldestUnappliedMs?: number;
 }
 
 export interface CommitRecord {
@@ -78,6 +92,12 @@ export class ConnectorCommitter {
   private readonly existing = new Set<string>();
   /** Consecutive failed rounds per table (for the log; the table is retried every round). */
   private readonly failures = new Map<string, number>();
+  /** C as last read or committed (undefined until the first round read it). */
+  private connectorPositions: ConnectorPositions | undefined;
+  /** Per control partition, the buffer holds every record from this offset on. */
+  private bufferFloor = new Map<number, bigint>();
+  /** What this committer saw applied to each table (live rollback detection). */
+  private readonly appliedBefore = new Map<string, { readonly tableUuid: string; readonly positions: ControlPositions }>();
 
   constructor(deps: CommitterDeps) {
     this.d = deps;
@@ -98,6 +118,7 @@ export class ConnectorCommitter {
     const made: CommitRecord[] = [];
     const trimAt = new Map<number, bigint>();
     let keepBuffer = false;
+    let reread = false;
     for (let i = 0; i < names.length; i++) {
       const name = names[i] as string;
       const ref = this.tables.get(name) as TableRef;
@@ -106,33 +127,95 @@ export class ConnectorCommitter {
         result = await this.commitTable(ref, live, logStart);
         this.failures.delete(name);
       } catch (e) {
-        // One table's trouble (catalog or store unreachable, retries exhausted) must not hold the others
-        // back: it is tried again next round, its announcements kept in the buffer meanwhile.
-        if (!(e instanceof IcefloeError) || !e.retriable) throw e;
-        const n = (this.failures.get(name) ?? 0) + 1;
-        this.failures.set(name, n);
-        this.log.warn('table commit failed; retrying next round', { table: name, consecutive: n, error: e.message });
+        // One table's trouble must not hold the others back (catalog or store unreachable, retries
+        // exhausted, the catalog refusing the commit, an unknown outcome): it is tried again next round,
+        // its announcements kept in the buffer meanwhile, and C stays where it is. Anything that is not
+        // one of our errors is a bug (or a test's crash) and ends the round.
+        if (!(e instanceof IcefloeError)) throw e;
         keepBuffer = true;
+        this.tableFailed(name, ref, e);
         continue;
       }
       const { plan, commit } = result;
+      if (result.reread === true) reread = true;
       if (commit !== undefined) {
         made.push(commit);
         if (i < names.length - 1) this.d.crash.reach('committer.between-tables');
       }
       // What this table still needs from the buffer: a stopped or waiting table everything from its
-      // stored position on each control partition — from the start of the buffer where it stores none
-      // (a fresh table): trimming those would lose announcements it has not applied yet.
+      // effective position on each control partition (its stored one, raised by C): trimming those would
+      // lose announcements it has not applied yet.
       const cursor = this.cursor ?? new Map<number, bigint>();
-      const pending = plan !== undefined && (plan.kind === 'stopped' || plan.waiting > 0);
+      const pending = result.reread === true || (plan !== undefined && (plan.kind === 'stopped' || plan.waiting > 0));
       for (const [p, end] of cursor) {
-        const o = pending ? (plan.positions.get(p) ?? 0n) : end;
+        const o = pending ? (plan?.positions.get(p) ?? 0n) : end;
         trimAt.set(p, trimAt.has(p) ? min(trimAt.get(p) as bigint, o) : o);
       }
     }
     for (const [p, end] of this.cursor ?? []) if (!trimAt.has(p)) trimAt.set(p, end);
-    if (!keepBuffer) this.buffer = this.buffer.filter((r) => r.offset >= (trimAt.get(r.partition) ?? 0n));
+    if (!keepBuffer) {
+      this.buffer = this.buffer.filter((r) => r.offset >= (trimAt.get(r.partition) ?? 0n));
+      for (const [p, o] of trimAt) if (o > (this.bufferFloor.get(p) ?? 0n)) this.bufferFloor.set(p, o);
+    }
+    await this.commitConnectorPosition(live, keepBuffer ? new Map() : trimAt);
+    if (reread) {
+      // A table re-applies from below what the buffer holds: read the control topic again from the
+      // lowest position any table needs (startPositions) in the next round.
+      this.cursor = undefined;
+      this.buffer = [];
+      this.bufferFloor = new Map();
+    }
     return made;
+  }
+
+  /**
+   * C after the round: everything below the trim point is applied by every known table (C only grows).
+   * Committed every round even when unchanged, so the group's offsets do not expire while the worker
+   * runs. A failure is logged, not thrown: the tables' commits stand, and C is committed again next round.
+   */
+  private async commitConnectorPosition(live: ControlIdentity, appliedThrough: ReadonlyMap<number, bigint>): Promise<void> {
+    const current = this.connectorPositions;
+    if (current === undefined) return;
+    const next = nextAppliedPositions(current, appliedThrough);
+    try {
+      await commitConnectorPositions(this.positionStore(live), next);
+      this.connectorPositions = next;
+    } catch (e) {
+      this.log.warn('committing the connector position failed; retried next round', { error: errorMessage(e) });
+    }
+  }
+
+  private positionStore(live: ControlIdentity): PositionStoreOptions {
+    const c = this.d.connector;
+    return { admin: this.d.admin, groupId: controlGroupId(c.control.groupIdPrefix, c.name), topic: c.control.topic, controlTopicId: live.controlTopicId, log: this.log };
+  }
+
+  /** A table's commit threw one of our errors: retried next round; stopped (and retried) when not retriable. */
+  private tableFailed(name: string, ref: TableRef, e: IcefloeError): void {
+    const n = (this.failures.get(name) ?? 0) + 1;
+    this.failures.set(name, n);
+    const oldest = this.oldestInBuffer(ref);
+    // An unknown outcome is safe to retry: the next plan has the same commit id and finds a commit that landed.
+    if (e.retriable || e instanceof CommitStateUnknownError) {
+      this.log.warn('table commit failed; retrying next round', { table: name, consecutive: n, error: e.message });
+      const prior = this.status.get(name);
+      this.status.set(name, { ...prior, table: name, state: prior?.state ?? 'RUNNING', ...(oldest === undefined ? {} : { oldestUnappliedMs: oldest }) });
+      return;
+    }
+    this.stop(name, { code: 'commit-failed', message: `${name}: the commit failed and cannot be retried as is (${e.code}): ${e.message}; it is tried again every round`, context: { errorCode: e.code, consecutive: n } }, oldest);
+  }
+
+  /** The Kafka timestamp of the oldest announcement in the buffer for the table past what it applied. */
+  private oldestInBuffer(ref: TableRef): number | undefined {
+    const name = tableRefString(ref);
+    const applied = this.appliedBefore.get(name)?.positions;
+    let oldest: number | undefined;
+    for (const r of this.buffer) {
+      if (!('event' in r) || r.event.type !== 'announcement' || r.event.connector !== this.d.connector.name || tableRefString(r.event.table) !== name) continue;
+      if (r.offset < (applied?.get(r.partition) ?? 0n) || r.timestampMs === undefined) continue;
+      if (oldest === undefined || r.timestampMs < oldest) oldest = r.timestampMs;
+    }
+    return oldest;
   }
 
   private async identity(): Promise<ControlIdentity> {
@@ -167,41 +250,51 @@ export class ConnectorCommitter {
   }
 
   /**
-   * Where the first read starts. With static tables every announcement is for one of them, so reading
-   * can start at the lowest position they store (not at the log start: days of retention). A dynamic
-   * connector, or a static table without positions yet, needs the whole retained log (an empty map:
-   * every partition from its log start).
+   * Where the first read starts, after reading C (seeding it on the connector's first start). With static
+   * tables every announcement is for one of them, so reading starts at C, or lower where a table's stored
+   * position is below it (the rollback check looks at [T, C), and an idle table's T is clamped to the log
+   * start by the read). A dynamic connector learns its tables from the announcements, so it reads the
+   * whole retained log (an empty map: every partition from its log start).
    */
   private async startPositions(live: ControlIdentity): Promise<Map<number, bigint>> {
+    const marks = await this.d.admin.watermarks(this.d.connector.control.topic);
+    const c = await loadOrSeedConnectorPositions(this.positionStore(live), new Map(marks.map((m) => [m.partition, m.low])));
+    this.connectorPositions = c;
     const routing = this.d.connector.tables.routing;
-    if (routing.kind === 'dynamic') return new Map();
+    if (routing.kind === 'dynamic') {
+      this.bufferFloor = new Map();
+      return new Map();
+    }
+    const from = new Map([...c].map(([p, e]) => [p, e.offset]));
     const tables = [...new Set(routing.kind === 'all' ? routing.tables : routing.routes.map((r) => r.table))];
-    const lowest = new Map<number, bigint>();
-    const seen = new Map<number, number>();
     for (const name of tables) {
+      const id = parseIdentifier(name);
+      this.tables.set(tableRefString({ namespace: id.namespace, name: id.name }), { namespace: id.namespace, name: id.name });
       let table: LoadedTable;
       try {
-        table = await this.catalog.loadTable(parseIdentifier(name));
+        table = await this.catalog.loadTable(id);
       } catch (e) {
-        if (e instanceof NoSuchTableError) return new Map();
+        if (e instanceof NoSuchTableError) continue; // a table created later starts at C
         throw e;
       }
       const read = readControlPositions(table.metadata, this.d.connector.name, live);
-      if (read.kind !== 'positions') return new Map();
-      for (const [p, o] of read.positions) {
-        lowest.set(p, lowest.has(p) ? min(lowest.get(p) as bigint, o) : o);
-        seen.set(p, (seen.get(p) ?? 0) + 1);
-      }
-      const ref = table.identifier;
-      this.tables.set(tableRefString(ref), { namespace: ref.namespace, name: ref.name });
+      if (read.kind !== 'positions') continue;
+      for (const [p, o] of read.positions) if (from.has(p) && o < (from.get(p) as bigint)) from.set(p, o);
+      // A re-apply without positions on some partition reads it from the log start (absent from the map).
+      if (reapplyHolds(table.metadata, safeMark(table, this.d.connector.name), read)) for (const p of [...from.keys()]) if (!read.positions.has(p)) from.delete(p);
     }
-    // A control partition some table has no position for may hold announcements it never applied: read
-    // that partition from its log start (absent from the map).
-    for (const p of [...lowest.keys()]) if (seen.get(p) !== tables.length) lowest.delete(p);
-    return lowest;
+    this.bufferFloor = new Map(from);
+    return from;
   }
 
-  private async commitTable(ref: TableRef, live: ControlIdentity, logStart: ReadonlyMap<number, bigint>): Promise<{ plan: TablePlan | undefined; commit?: CommitRecord }> {
+  /** A re-apply (operator's mark) from positions below what the buffer holds, but still in the log. */
+  private needsReread(table: LoadedTable, read: ReturnType<typeof readControlPositions>): boolean {
+    if (read.kind !== 'positions' || !reapplyHolds(table.metadata, safeMark(table, this.d.connector.name), read)) return false;
+    for (const [p, floor] of this.bufferFloor) if ((read.positions.get(p) ?? 0n) < floor) return true;
+    return false;
+  }
+
+  private async commitTable(ref: TableRef, live: ControlIdentity, logStart: ReadonlyMap<number, bigint>): Promise<{ plan: TablePlan | undefined; commit?: CommitRecord; reread?: boolean }> {
     const { connector } = this.d;
     const name = tableRefString(ref);
     const id = parseIdentifier(formatIdentifier(ref));
@@ -211,13 +304,19 @@ export class ConnectorCommitter {
         table = await this.catalog.loadTable(id);
       } catch (e) {
         if (e instanceof NoSuchTableError) {
-          this.stop(name, { code: 'table-uuid-mismatch', message: `${name}: announced files wait for a table that does not exist (dropped?)`, context: {} });
+          this.stop(name, { code: 'table-uuid-mismatch', message: `${name}: announced files wait for a table that does not exist (dropped?)`, context: {} }, this.oldestInBuffer(ref));
           return { plan: undefined };
         }
         throw e;
       }
       const positions = readControlPositions(table.metadata, connector.name, live);
+      const reread = this.needsReread(table, positions);
+      if (reread) {
+        this.log.info('table re-applies from below what the committer holds; reading the control topic again', { table: name });
+        return { plan: undefined, reread };
+      }
       const missing = await this.missingFiles(ref, positions.kind === 'positions' ? positions.positions : new Map());
+      const before = this.appliedBefore.get(name);
       const plan = planTableCommit({
         connector: connector.name,
         table: ref,
@@ -228,13 +327,17 @@ export class ConnectorCommitter {
         nowMs: this.now(),
         isFileMissing: (path) => missing.has(path),
         logStartOffsets: logStart,
+        ...(this.connectorPositions === undefined ? {} : { connectorPositions: this.connectorPositions }),
+        ...(before === undefined ? {} : { appliedBefore: before }),
       });
       if (plan.kind === 'stopped') {
-        this.stop(name, plan.reason);
+        this.stop(name, plan.reason, plan.oldestUnappliedMs);
         return { plan };
       }
+      // Reloaded and not behind (or acknowledged by the operator): what the table holds now is the baseline.
+      if (positions.kind === 'positions') this.appliedBefore.set(name, { tableUuid: table.metadata.tableUuid, positions: positions.positions });
       if (plan.kind === 'nothing') {
-        this.running(name, {});
+        this.running(name, { oldestUnappliedMs: plan.oldestUnappliedMs });
         return { plan };
       }
       const outcome = await appendFiles({ catalog: this.catalog, store: this.d.store }, id, {
@@ -263,7 +366,8 @@ export class ConnectorCommitter {
         this.commits.push(commit);
         if (this.commits.length > 10_000) this.commits.splice(0, this.commits.length - 10_000);
       }
-      this.running(name, { lastSnapshotId: snapshot, lastCommitMs: this.now(), validThroughTs: plan.validThroughTs });
+      this.appliedBefore.set(name, { tableUuid: table.metadata.tableUuid, positions: plan.positions });
+      this.running(name, { lastSnapshotId: snapshot, lastCommitMs: this.now(), validThroughTs: plan.validThroughTs, oldestUnappliedMs: plan.oldestUnappliedMs });
       this.log.info('table committed', {
         table: name,
         snapshotId: snapshot?.toString(),
@@ -306,19 +410,32 @@ export class ConnectorCommitter {
     return this.buffer.find((r) => r.partition === partition && r.offset === offset)?.timestampMs;
   }
 
-  private stop(name: string, reason: StopReason): void {
+  private stop(name: string, reason: StopReason, oldestUnappliedMs: number | undefined): void {
     const prior = this.status.get(name);
     if (prior?.state !== 'STOPPED' || prior.reason?.message !== reason.message) {
       this.log.error('table stopped: nothing is committed to it until an operator repairs it', { table: name, code: reason.code, reason: reason.message });
     }
-    this.status.set(name, { ...prior, table: name, state: 'STOPPED', reason });
+    const next: TableCommitStatus = { ...prior, table: name, state: 'STOPPED', reason, ...(oldestUnappliedMs === undefined ? {} : { oldestUnappliedMs }) };
+    if (oldestUnappliedMs === undefined) delete (next as { oldestUnappliedMs?: number }).oldestUnappliedMs;
+    this.status.set(name, next);
   }
 
   private running(name: string, extra: { readonly [K in keyof TableCommitStatus]?: TableCommitStatus[K] | undefined }): void {
     const prior = this.status.get(name);
     const next: TableCommitStatus = { ...prior, ...stripUndefined(extra), table: name, state: 'RUNNING' };
     delete (next as { reason?: StopReason }).reason;
+    // Nothing unapplied is news too: the age alarm must clear.
+    if (extra.oldestUnappliedMs === undefined) delete (next as { oldestUnappliedMs?: number }).oldestUnappliedMs;
     this.status.set(name, next);
+  }
+}
+
+/** The operator's re-apply mark, if any; a malformed one acknowledges nothing (the planner says the same). */
+function safeMark(table: LoadedTable, connector: string): ReturnType<typeof readReapplyMark> {
+  try {
+    return readReapplyMark(table.metadata, connector);
+  } catch {
+    return undefined;
   }
 }
 

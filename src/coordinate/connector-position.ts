@@ -1,0 +1,233 @@
+/**
+ * The connector-level control position C and the position rules built on it (docs/sink.md, "Control
+ * positions"): pure codecs and decisions; the committer reads and commits, the planner applies them.
+ *
+ * C is the committed offsets of the consumer group `<iceberg.control.group-id-prefix><connector>` on the
+ * control topic (nobody joins that group; the committer commits to it as a simple consumer). Each offset's
+ * commit metadata says what it means:
+ *   seed      written once, when the group has no offsets at all (the connector's first committer start):
+ *             C[p] = the partition's log start then. Announcements below it are assumed not to be this
+ *             connector's (a warning says so when it is above 0). A seed never raises a table's position.
+ *   applied   written after a committer round: every table known to the connector has applied (or has
+ *             nothing) below C[p]. It only grows; it is committed every round, changed or not, so the
+ *             group's offsets do not expire (offsets.retention.minutes) while the worker runs. A worker
+ *             down for longer than that finds no offsets and seeds again (documented).
+ * The metadata also carries the control topic id: offsets of an earlier topic of the same name are not C.
+ *
+ * The table's effective position E[p] = its stored position T[p]; where it stores none, or where C[p] is
+ * `applied` and above T[p], E[p] = C[p] (nothing for the table was there: an idle table is not behind).
+ * Announcements below E are not the table's to apply; E below the log start means some were deleted.
+ *
+ * Tables that move backwards (rollback, branch reset, drop and recreate) are stopped with
+ * `positions-rolled-back` unless an operator chose a recovery with `icefloe positions` (positions-tool.ts):
+ *   --reapply  table property icefloe.reapply.<connector> = {"snapshot-id": S, "through": {p: C[p]}}:
+ *              while the table's positions come from S or a descendant and are below `through`, the
+ *              table is planned from its own positions (C does not raise them) and no rollback check fires;
+ *   --adopt    a snapshot without files whose positions are at least everything applied before
+ *              (summary key icefloe.adopted.<connector>): nothing rolled back is applied again.
+ *
+ * Owns: the group id, the metadata codec, C's meaning, E, the rollback rules. Must not: do I/O or read a
+ * clock.
+ */
+import { parseJson, stringifyJson, toBigInt } from '../core/json.ts';
+import type { TableMetadata } from '../iceberg/metadata.ts';
+import { ancestry } from '../commit/commit-retry.ts';
+import { decodePositions, encodePositions } from './control-positions.ts';
+import type { ControlPositions, PositionsRead } from './control-positions.ts';
+import { sameTable } from './events.ts';
+import type { TableRef } from './events.ts';
+
+export type ConnectorPositionKind = 'seed' | 'applied';
+
+export interface ConnectorPositionEntry {
+  readonly offset: bigint;
+  readonly kind: ConnectorPositionKind;
+}
+
+/** Control partition → C[p]. */
+export type ConnectorPositions = ReadonlyMap<number, ConnectorPositionEntry>;
+
+export const REAPPLY_PREFIX = 'icefloe.reapply.';
+export const ADOPTED_PREFIX = 'icefloe.adopted.';
+export const reapplyKey = (connector: string): string => REAPPLY_PREFIX + connector;
+export const adoptedKey = (connector: string): string => ADOPTED_PREFIX + connector;
+
+export function controlGroupId(prefix: string, connector: string): string {
+  return prefix + connector;
+}
+
+const METADATA = /^icefloe\/1 (seed|applied) ([0-9a-f-]{36})$/;
+
+export function encodePositionMetadata(kind: ConnectorPositionKind, controlTopicId: string): string {
+  return `icefloe/1 ${kind} ${controlTopicId}`;
+}
+
+export type GroupPositionsRead =
+  | { readonly kind: 'none' }
+  | { readonly kind: 'positions'; readonly positions: ConnectorPositions }
+  /** Offsets of the group that were committed for another control topic of the same name (recreated). */
+  | { readonly kind: 'other-topic'; readonly topicIds: readonly string[] }
+  /** Offsets whose metadata is not ours: someone else commits to this group. */
+  | { readonly kind: 'foreign'; readonly partition: number; readonly metadata: string | null };
+
+/** C from the group's committed offsets on the control topic (`controlTopicId`: the live one). */
+export function readGroupPositions(offsets: readonly { readonly partition: number; readonly offset: bigint; readonly metadata: string | null }[], controlTopicId: string): GroupPositionsRead {
+  if (offsets.length === 0) return { kind: 'none' };
+  const positions = new Map<number, ConnectorPositionEntry>();
+  const others = new Set<string>();
+  for (const o of offsets) {
+    const m = METADATA.exec(o.metadata ?? '');
+    if (m === null) return { kind: 'foreign', partition: o.partition, metadata: o.metadata };
+    if (m[2] !== controlTopicId) others.add(m[2] as string);
+    else positions.set(o.partition, { offset: o.offset, kind: m[1] as ConnectorPositionKind });
+  }
+  if (positions.size === 0) return { kind: 'other-topic', topicIds: [...others] };
+  return { kind: 'positions', positions };
+}
+
+/** What to commit after a round: C grows only; partitions the round knows nothing of keep their value. */
+export function nextAppliedPositions(current: ConnectorPositions, appliedThrough: ReadonlyMap<number, bigint>): Map<number, ConnectorPositionEntry> {
+  const out = new Map<number, ConnectorPositionEntry>(current);
+  for (const [p, o] of appliedThrough) {
+    const c = current.get(p);
+    out.set(p, { offset: c === undefined || o > c.offset ? o : c.offset, kind: 'applied' });
+  }
+  return out;
+}
+
+// --- recovery marks ---------------------------------------------------------------------------------
+
+export interface ReapplyMark {
+  /** The table's positions come from this snapshot (or a descendant) while the mark holds. */
+  readonly snapshotId: bigint;
+  /** C at the time of marking: the mark is spent once the table's positions reach it everywhere. */
+  readonly through: ControlPositions;
+}
+
+export function encodeReapplyMark(mark: ReapplyMark): string {
+  return stringifyJson({ 'snapshot-id': mark.snapshotId, through: parseJson(encodePositions(mark.through)) });
+}
+
+/** Undefined when the property is absent; throws TypeError when it is malformed. */
+export function readReapplyMark(md: TableMetadata, connector: string): ReapplyMark | undefined {
+  const text = md.properties[reapplyKey(connector)];
+  if (text === undefined) return undefined;
+  const doc = parseJson(text);
+  if (typeof doc !== 'object' || doc === null || Array.isArray(doc)) throw new TypeError(`${reapplyKey(connector)} must be a JSON object`);
+  const o = doc as Record<string, unknown>;
+  return { snapshotId: toBigInt(o['snapshot-id'], 'snapshot-id'), through: decodePositions(stringifyJson(o['through'] ?? {})) };
+}
+
+/** The mark applies to the table as it is: positions read from its snapshot or a descendant, still below `through`. */
+export function reapplyHolds(md: TableMetadata, mark: ReapplyMark | undefined, read: PositionsRead): boolean {
+  if (mark === undefined || read.kind !== 'positions') return false;
+  let descends = false;
+  for (const s of ancestry(md)) {
+    if (s.snapshotId === mark.snapshotId) {
+      descends = true;
+      break;
+    }
+  }
+  if (!descends) return false;
+  return [...mark.through].some(([p, o]) => (read.positions.get(p) ?? -1n) < o);
+}
+
+/** The positions were read from a snapshot `icefloe positions --adopt` wrote. */
+export function isAdopted(md: TableMetadata, connector: string, read: PositionsRead): boolean {
+  if (read.kind !== 'positions') return false;
+  return md.snapshots.find((s) => s.snapshotId === read.snapshotId)?.summary[adoptedKey(connector)] !== undefined;
+}
+
+// --- the rules --------------------------------------------------------------------------------------
+
+/** A record of the control topic as far as the rollback check needs it. */
+export interface AnnouncementAt {
+  readonly partition: number;
+  readonly offset: bigint;
+  readonly connector: string;
+  readonly table: TableRef;
+  readonly tableUuid: string;
+}
+
+export interface PositionRulesInput {
+  readonly connector: string;
+  readonly table: TableRef;
+  readonly tableName: string;
+  readonly metadata: TableMetadata;
+  /** T: the stored positions (`positions` read only; callers stop other kinds first). */
+  readonly stored: ControlPositions;
+  readonly read: PositionsRead;
+  readonly connectorPositions: ConnectorPositions;
+  readonly announcements: readonly AnnouncementAt[];
+  /** What this committer (process) saw applied to the table before, if anything. */
+  readonly appliedBefore?: { readonly tableUuid: string; readonly positions: ControlPositions };
+}
+
+export type PositionRulesOutcome =
+  | { readonly kind: 'effective'; readonly effective: Map<number, bigint>; readonly reapplying: boolean }
+  | { readonly kind: 'rolled-back'; readonly message: string; readonly partition?: number; readonly offset?: bigint; readonly context: Record<string, unknown> };
+
+const RECOVERY = 'choose a recovery: `icefloe positions WORKER.properties CONNECTOR.json --table <t> --reapply` applies the rolled-back announcements again, `--adopt` keeps the table as it is';
+
+export function positionRules(input: PositionRulesInput): PositionRulesOutcome {
+  const { stored, connectorPositions: c } = input;
+  const reapplying = reapplyHolds(input.metadata, readMarkSafe(input.metadata, input.connector), input.read);
+  const acknowledged = reapplying || isAdopted(input.metadata, input.connector, input.read);
+  const before = input.appliedBefore;
+  if (before !== undefined && !acknowledged) {
+    if (before.tableUuid !== input.metadata.tableUuid) {
+      return rolledBack(`${input.tableName}: the table was replaced while the connector ran (UUID ${before.tableUuid} → ${input.metadata.tableUuid}); nothing is applied to it until an operator decides: ${RECOVERY}`, {
+        before: before.tableUuid,
+        now: input.metadata.tableUuid,
+      });
+    }
+    for (const [p, o] of before.positions) {
+      const t = stored.get(p);
+      if (t === undefined || t < o) {
+        return rolledBack(
+          `${input.tableName}: its position on control partition ${p} went back from ${o} (applied by this committer) to ${t ?? 'none'} (rollback or branch reset); nothing is applied to it until an operator decides: ${RECOVERY}`,
+          { partition: p, appliedThrough: o, stored: t ?? null },
+          p,
+          t,
+        );
+      }
+    }
+  }
+  const effective = new Map(stored);
+  for (const [p, entry] of c) {
+    const t = stored.get(p);
+    // Re-applying: the table's own positions rule; where it has none, from the start of what is retained.
+    if (reapplying) continue;
+    if (t !== undefined && (entry.kind !== 'applied' || entry.offset <= t)) continue;
+    if (entry.kind === 'applied' && !acknowledged && input.read.kind === 'positions') {
+      // C says every table applied everything below C[p]: an announcement of this table in [T[p], C[p])
+      // was applied and is no longer in the table (rolled back); re-applying it silently could write it twice.
+      const from = t ?? 0n;
+      const gone = input.announcements.find(
+        (a) => a.partition === p && a.offset >= from && a.offset < entry.offset && a.connector === input.connector && a.tableUuid === input.metadata.tableUuid && sameTable(a.table, input.table),
+      );
+      if (gone !== undefined) {
+        return rolledBack(
+          `${input.tableName}: control partition ${p} holds an announcement for the table at ${gone.offset}, which the connector applied (it applied everything below ${entry.offset}) but the table's positions (${t ?? 'none'}) no longer include: the table was rolled back; ${RECOVERY}`,
+          { partition: p, announcement: gone.offset, stored: t ?? null, appliedThrough: entry.offset },
+          p,
+          gone.offset,
+        );
+      }
+    }
+    effective.set(p, entry.offset);
+  }
+  return { kind: 'effective', effective, reapplying };
+}
+
+function readMarkSafe(md: TableMetadata, connector: string): ReapplyMark | undefined {
+  try {
+    return readReapplyMark(md, connector);
+  } catch {
+    return undefined; // a malformed mark acknowledges nothing: the rollback rules stay in force
+  }
+}
+
+function rolledBack(message: string, context: Record<string, unknown>, partition?: number, offset?: bigint): PositionRulesOutcome {
+  return { kind: 'rolled-back', message, ...(partition === undefined ? {} : { partition }), ...(offset === undefined ? {} : { offset }), context };
+}
