@@ -24,6 +24,8 @@ import { parseConnectorConfig } from './config/connector-config.ts';
 import type { CatalogConfig, ConnectorConfig } from './config/connector-config.ts';
 import { effectiveConverter } from './config/converters.ts';
 import { parseConnectorFile, parseWorkerProperties, validateWorkerConfig } from './config/worker-config.ts';
+import { runPositionsTool } from './coordinate/positions-tool.ts';
+import type { PositionsAction, PositionsReport } from './coordinate/positions-tool.ts';
 import type { WorkerConfig } from './config/worker-config.ts';
 import type { Catalog } from './commit/port.ts';
 import { RestCatalog } from './commit/rest/catalog.ts';
@@ -264,6 +266,32 @@ export async function runTaskChild(): Promise<number> {
 // ---------------------------------------------------------------------------------------------------
 // The standalone worker
 // ---------------------------------------------------------------------------------------------------
+
+export interface PositionsCommandOptions {
+  readonly workerPropertiesPath: string;
+  readonly connectorPath: string;
+  readonly cwd: string;
+  readonly table: string;
+  readonly action: PositionsAction;
+}
+
+/** `icefloe positions`: show, re-apply or adopt one table's control positions (coordinate/positions-tool.ts). */
+export async function runPositions(options: PositionsCommandOptions): Promise<PositionsReport> {
+  const log = createLogger('warn');
+  const worker = parseWorkerProperties(readFileSync(resolvePath(options.cwd, options.workerPropertiesPath), 'utf8'), { baseDir: options.cwd });
+  const file = parseConnectorFile(readFileSync(resolvePath(options.cwd, options.connectorPath), 'utf8'), options.connectorPath);
+  const connector = parseConnectorConfig(file.config, worker.defaultCatalogProps === undefined ? {} : { defaultCatalog: worker.defaultCatalogProps });
+  const admin = await ConfluentKafkaAdmin.connect({ settings: workerKafkaSettings(worker, worker.adminProps), overrides: connector.adminOverrides });
+  const store = objectStore(connector.catalog);
+  const catalog = catalogFor(connector.catalog, store);
+  try {
+    return await runPositionsTool({ connector, admin, catalog, store, log }, options.table, options.action);
+  } finally {
+    await admin.close().catch(() => undefined);
+    await catalog.close().catch(() => undefined);
+    await store.close().catch(() => undefined);
+  }
+}
 
 export interface StandaloneOptions {
   readonly workerPropertiesPath: string;

@@ -22,6 +22,10 @@ commands:
             it cleanly: every task commits its last cycle, the committer applies it
   generate  produce order events to Kafka (registering their schema), for quickstarts, tests and benchmarks
             (a tool of the source tree, tools/generate/: not in the worker image)
+  positions WORKER.properties CONNECTOR.json --table NS.TABLE [--reapply | --adopt]
+            a table's control positions and the connector's (read only without a flag); after a rollback
+            or recreate stopped the table (positions-rolled-back): --reapply applies the announcements it
+            lost again from its current positions, --adopt keeps the table as it is (docs/sink.md)
   version   print Icefloe's version and the Node runtime
   help      this text
 
@@ -152,6 +156,32 @@ async function standalone(args: readonly string[]): Promise<number> {
   return 0;
 }
 
+/** `icefloe positions`: prints the report as JSON; exit 2 on a usage or configuration error. */
+async function positions(args: readonly string[]): Promise<number> {
+  let table: string | undefined;
+  let action: 'show' | 'reapply' | 'adopt' = 'show';
+  const rest: string[] = [];
+  for (let i = 0; i < args.length; i++) {
+    const a = args[i] as string;
+    if (a === '--table') table = args[++i];
+    else if (a.startsWith('--table=')) table = a.slice('--table='.length);
+    else if (a === '--reapply' || a === '--adopt') {
+      if (action !== 'show') throw new ConfigError('--reapply and --adopt exclude each other');
+      action = a === '--reapply' ? 'reapply' : 'adopt';
+    } else if (!a.startsWith('--')) rest.push(a);
+    else throw new ConfigError(`unknown option ${a}`);
+  }
+  const [workerFile, connectorFile, ...extra] = rest;
+  if (workerFile === undefined || connectorFile === undefined || extra.length > 0 || table === undefined || table === '') {
+    process.stderr.write('usage: icefloe positions WORKER.properties CONNECTOR.json --table NS.TABLE [--reapply | --adopt]\n');
+    return 2;
+  }
+  const { runPositions } = await import('./app.ts');
+  const report = await runPositions({ workerPropertiesPath: workerFile, connectorPath: connectorFile, cwd: process.cwd(), table, action });
+  console.log(JSON.stringify(report, null, 2));
+  return 0;
+}
+
 async function main(argv: readonly string[]): Promise<number> {
   const [command, ...rest] = argv;
   switch (command) {
@@ -172,6 +202,14 @@ async function main(argv: readonly string[]): Promise<number> {
       // Internal: a task process forked by the worker (its spec arrives over IPC, which would keep it alive).
       process.exit(await (await import('./app.ts')).runTaskChild());
     // falls through (unreachable)
+    case 'positions':
+      try {
+        return await positions(rest);
+      } catch (e) {
+        const text = e instanceof IcefloeError ? e.message : e instanceof Error ? (e.stack ?? e.message) : String(e);
+        process.stderr.write(`icefloe positions: ${text}\n`);
+        return e instanceof ConfigError ? 2 : 1;
+      }
     case 'generate':
       if (rest.includes('--help')) {
         process.stdout.write(USAGE);

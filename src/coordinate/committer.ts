@@ -27,7 +27,7 @@ import type { ControlTopicReader, KafkaAdmin, TopicPartitionOffset } from '../co
 import { formatIdentifier, NoSuchTableError, parseIdentifier } from '../commit/port.ts';
 import type { Catalog, LoadedTable } from '../commit/port.ts';
 import { findCommit } from '../commit/commit-retry.ts';
-import { appendFiles } from '../commit/table-ops.ts';
+import { appendFiles, updateProperties } from '../commit/table-ops.ts';
 import { isPlanCurrent, planTableCommit, readControlRecord } from '../coordinate/commit-state.ts';
 import type { ControlRecordRead, StopReason, TablePlan } from '../coordinate/commit-state.ts';
 import { readControlPositions } from '../coordinate/control-positions.ts';
@@ -37,7 +37,7 @@ import type { TableRef } from '../coordinate/events.ts';
 import type { ObjectStore } from '../upload/port.ts';
 import type { CrashPoints } from '../core/crash-points.ts';
 import type { ControlPositions } from '../coordinate/control-positions.ts';
-import { controlGroupId, nextAppliedPositions, reapplyHolds, readReapplyMark } from '../coordinate/connector-position.ts';
+import { controlGroupId, nextAppliedPositions, reapplyHolds, reapplyKey, readReapplyMark } from '../coordinate/connector-position.ts';
 import type { ConnectorPositions } from '../coordinate/connector-position.ts';
 import { commitConnectorPositions, loadOrSeedConnectorPositions } from '../coordinate/position-store.ts';
 import type { PositionStoreOptions } from '../coordinate/position-store.ts';
@@ -287,6 +287,22 @@ export class ConnectorCommitter {
     return from;
   }
 
+  /**
+   * An operator's re-apply mark is spent once the table's positions reach what it was marked through;
+   * removed then, so a later rollback to the same snapshot is detected again. A failure is only logged:
+   * a spent mark acknowledges nothing (connector-position.ts `reapplyHolds`).
+   */
+  private async clearSpentMark(id: ReturnType<typeof parseIdentifier>, table: LoadedTable, positions: ControlPositions): Promise<void> {
+    const mark = safeMark(table, this.d.connector.name);
+    if (mark === undefined || [...mark.through].some(([p, o]) => (positions.get(p) ?? -1n) < o)) return;
+    try {
+      await updateProperties({ catalog: this.catalog, store: this.d.store }, id, {}, [reapplyKey(this.d.connector.name)]);
+      this.log.info('re-apply finished; its mark is removed', { table: formatIdentifier(id) });
+    } catch (e) {
+      this.log.warn('removing a spent re-apply mark failed; retried after the next commit', { table: formatIdentifier(id), error: errorMessage(e) });
+    }
+  }
+
   /** A re-apply (operator's mark) from positions below what the buffer holds, but still in the log. */
   private needsReread(table: LoadedTable, read: ReturnType<typeof readControlPositions>): boolean {
     if (read.kind !== 'positions' || !reapplyHolds(table.metadata, safeMark(table, this.d.connector.name), read)) return false;
@@ -367,6 +383,7 @@ export class ConnectorCommitter {
         if (this.commits.length > 10_000) this.commits.splice(0, this.commits.length - 10_000);
       }
       this.appliedBefore.set(name, { tableUuid: table.metadata.tableUuid, positions: plan.positions });
+      await this.clearSpentMark(id, outcome.table, plan.positions);
       this.running(name, { lastSnapshotId: snapshot, lastCommitMs: this.now(), validThroughTs: plan.validThroughTs, oldestUnappliedMs: plan.oldestUnappliedMs });
       this.log.info('table committed', {
         table: name,

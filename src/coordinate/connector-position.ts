@@ -167,7 +167,7 @@ export type PositionRulesOutcome =
   | { readonly kind: 'effective'; readonly effective: Map<number, bigint>; readonly reapplying: boolean }
   | { readonly kind: 'rolled-back'; readonly message: string; readonly partition?: number; readonly offset?: bigint; readonly context: Record<string, unknown> };
 
-const RECOVERY = 'choose a recovery: `icefloe positions WORKER.properties CONNECTOR.json --table <t> --reapply` applies the rolled-back announcements again, `--adopt` keeps the table as it is';
+const RECOVERY = '`icefloe positions WORKER.properties CONNECTOR.json --table <t> --reapply` applies the rolled-back announcements again, `--adopt` keeps the table as it is (docs/sink.md, "Tables that move backwards")';
 
 export function positionRules(input: PositionRulesInput): PositionRulesOutcome {
   const { stored, connectorPositions: c } = input;
@@ -208,7 +208,7 @@ export function positionRules(input: PositionRulesInput): PositionRulesOutcome {
       );
       if (gone !== undefined) {
         return rolledBack(
-          `${input.tableName}: control partition ${p} holds an announcement for the table at ${gone.offset}, which the connector applied (it applied everything below ${entry.offset}) but the table's positions (${t ?? 'none'}) no longer include: the table was rolled back; ${RECOVERY}`,
+          `${input.tableName}: control partition ${p} holds an announcement for the table at ${gone.offset}, which the connector applied (it applied everything below ${entry.offset}) but the table's positions (${t ?? 'none'}) no longer include: the table was rolled back; nothing is applied to it until an operator decides: ${RECOVERY}`,
           { partition: p, announcement: gone.offset, stored: t ?? null, appliedThrough: entry.offset },
           p,
           gone.offset,

@@ -1,0 +1,133 @@
+/**
+ * `icefloe positions`: what an operator runs when a table stopped with `positions-rolled-back` (or to
+ * look at a table's positions). Three actions on one table of one connector:
+ *   show       the table's stored positions T, the connector position C, and any recovery mark;
+ *   --reapply  the announcements the table lost are applied again, from its current (rolled-back)
+ *              positions: sets the table property icefloe.reapply.<connector> (connector-position.ts),
+ *              which makes the committer plan the table from T instead of raising it to C, until T reaches
+ *              C as it was when marked (the committer then removes the mark). Nothing is written twice:
+ *              the table no longer holds what is re-applied, and the snapshot ids and commit ids of the
+ *              re-application are the committer's usual ones. Announcements already deleted by retention
+ *              cannot come back: the table then stops as control-records-lost.
+ *   --adopt    the table stays as it is: commits one snapshot without files whose positions are at least
+ *              everything applied before (T, C, and the positions of every snapshot of this connector the
+ *              table still lists), with summary key icefloe.adopted.<connector>. Rolled-back announcements
+ *              are not applied again. On a table without positions (recreated, or written by others first)
+ *              this seeds them at C.
+ * Both are single catalog commits (a property update asserting nothing else changed, an append asserting
+ * the snapshot it read), so they happen once or not at all. A running worker takes an --adopt and a
+ * --reapply at its next round (a --reapply below what its buffer holds makes it read the control topic
+ * again); nothing needs a restart.
+ *
+ * Owns: the three actions. Must not: lower C or delete anything from a table.
+ */
+import { createHash } from 'node:crypto';
+import { ConfigError } from '../core/errors.ts';
+import type { Logger } from '../core/log.ts';
+import type { ConnectorConfig } from '../config/connector-config.ts';
+import type { KafkaAdmin } from '../consume/port.ts';
+import { parseIdentifier } from '../commit/port.ts';
+import type { Catalog, LoadedTable } from '../commit/port.ts';
+import { appendFiles, updateProperties } from '../commit/table-ops.ts';
+import type { ObjectStore } from '../upload/port.ts';
+import { commitIdPrefix, controlOffsetsKey, controlTopicIdKey, decodePositions, encodePositions, kafkaClusterIdKey, positionsSummary, readControlPositions } from './control-positions.ts';
+import type { ControlIdentity, PositionsRead } from './control-positions.ts';
+import { adoptedKey, controlGroupId, encodeReapplyMark, reapplyKey } from './connector-position.ts';
+import type { ConnectorPositions } from './connector-position.ts';
+import { readConnectorPositions } from './position-store.ts';
+
+export type PositionsAction = 'show' | 'reapply' | 'adopt';
+
+export interface PositionsToolDeps {
+  readonly connector: ConnectorConfig;
+  readonly admin: KafkaAdmin;
+  readonly catalog: Catalog;
+  readonly store: ObjectStore;
+  readonly log: Logger;
+}
+
+export interface PositionsReport {
+  readonly table: string;
+  readonly action: PositionsAction;
+  readonly stored: Record<string, string> | string;
+  readonly connectorPosition: Record<string, string> | null;
+  readonly reapplyMark: string | null;
+  /** What the action did, in a sentence. */
+  readonly result: string;
+}
+
+export async function runPositionsTool(deps: PositionsToolDeps, tableName: string, action: PositionsAction): Promise<PositionsReport> {
+  const { connector, admin } = deps;
+  const live: ControlIdentity = { clusterId: await admin.clusterId(), controlTopicId: await admin.topicId(connector.control.topic) };
+  const c = await readConnectorPositions({
+    admin,
+    groupId: controlGroupId(connector.control.groupIdPrefix, connector.name),
+    topic: connector.control.topic,
+    controlTopicId: live.controlTopicId,
+    log: deps.log,
+  });
+  const id = parseIdentifier(tableName);
+  const table = await deps.catalog.loadTable(id);
+  const read = readControlPositions(table.metadata, connector.name, live);
+  const report = (result: string, t: LoadedTable = table): PositionsReport => ({
+    table: tableName,
+    action,
+    stored: describeRead(readControlPositions(t.metadata, connector.name, live)),
+    connectorPosition: c === undefined ? null : Object.fromEntries([...c].map(([p, e]) => [String(p), `${e.offset} (${e.kind})`])),
+    reapplyMark: t.metadata.properties[reapplyKey(connector.name)] ?? null,
+    result,
+  });
+  if (action === 'show') return report(read.kind === 'positions' ? 'unchanged' : `unchanged (positions: ${read.kind})`);
+  if (action === 'reapply') {
+    if (read.kind !== 'positions') throw new ConfigError(`${tableName} has no positions of connector ${connector.name} to re-apply from (${read.kind}); use --adopt`);
+    if (c === undefined) throw new ConfigError(`connector ${connector.name} has no connector position yet (its committer never ran): nothing to re-apply`);
+    const through = new Map([...c].map(([p, e]) => [p, e.offset]));
+    const mark = encodeReapplyMark({ snapshotId: read.snapshotId, through });
+    const after = await updateProperties({ catalog: deps.catalog, store: deps.store }, id, { [reapplyKey(connector.name)]: mark });
+    return report(`marked: the committer applies the table's announcements again from its positions (snapshot ${read.snapshotId}) up to ${encodePositions(through)}`, after);
+  }
+  const adopted = adoptPositions(table, read, c, connector.name, live);
+  const commitId = `${commitIdPrefix(connector.name)}adopt-${createHash('sha256').update(`${table.metadata.tableUuid}:${String(read.kind === 'positions' ? read.snapshotId : read.kind)}:${encodePositions(adopted)}`).digest('hex').slice(0, 24)}`;
+  const outcome = await appendFiles({ catalog: deps.catalog, store: deps.store }, id, {
+    commitId,
+    files: [],
+    summary: { ...positionsSummary(connector.name, adopted, live), [adoptedKey(connector.name)]: encodePositions(adopted) },
+    // Asserts the positions it adopted from: another commit in between means the operator decides again.
+    isCurrent: (t) => sameRead(readControlPositions(t.metadata, connector.name, live), read),
+  });
+  if (outcome.status === 'nothing-to-commit') throw new ConfigError(`${tableName} changed while adopting (another commit landed): run the command again`);
+  let after = outcome.table;
+  if (after.metadata.properties[reapplyKey(connector.name)] !== undefined) after = await updateProperties({ catalog: deps.catalog, store: deps.store }, id, {}, [reapplyKey(connector.name)]);
+  return report(`adopted: the table keeps what it holds; its positions are now ${encodePositions(adopted)}`, after);
+}
+
+/** At least everything applied before: T, C, and every snapshot of this connector on this log the table lists. */
+function adoptPositions(table: LoadedTable, read: PositionsRead, c: ConnectorPositions | undefined, connector: string, live: ControlIdentity): Map<number, bigint> {
+  const out = new Map<number, bigint>();
+  const raise = (p: number, o: bigint): void => {
+    if (o > (out.get(p) ?? -1n)) out.set(p, o);
+  };
+  if (read.kind === 'positions') for (const [p, o] of read.positions) raise(p, o);
+  for (const [p, e] of c ?? []) raise(p, e.offset);
+  for (const s of table.metadata.snapshots) {
+    const text = s.summary[controlOffsetsKey(connector)];
+    if (text === undefined || s.summary[controlTopicIdKey(connector)] !== live.controlTopicId || s.summary[kafkaClusterIdKey(connector)] !== live.clusterId) continue;
+    try {
+      for (const [p, o] of decodePositions(text)) raise(p, o);
+    } catch {
+      // a malformed old snapshot adds nothing
+    }
+  }
+  return out;
+}
+
+function sameRead(a: PositionsRead, b: PositionsRead): boolean {
+  if (a.kind !== b.kind) return false;
+  if (a.kind === 'positions' && b.kind === 'positions') return a.snapshotId === b.snapshotId;
+  return true;
+}
+
+function describeRead(read: PositionsRead): Record<string, string> | string {
+  if (read.kind !== 'positions') return read.kind;
+  return Object.fromEntries([...read.positions].map(([p, o]) => [String(p), o.toString()]));
+}
