@@ -38,6 +38,8 @@ import { decodeControlEvent, reassembleAnnouncement, sameTable, tableRefString }
 import type { Announcement, AnnouncementPart, ControlEvent, CycleComplete, SourceSpan, TableRef } from './events.ts';
 import { commitWatermark, sourceKey } from './watermark.ts';
 import { positionRules } from './connector-position.ts';
+import { checkSourceOverlap, decodeSourceApplied, encodeSourceApplied, sourceAppliedKey } from './source-applied.ts';
+import type { SourceApplied } from './source-applied.ts';
 import type { ConnectorPositions } from './connector-position.ts';
 
 /** One record read from the control topic (read_committed), decoded or not. */
@@ -88,6 +90,7 @@ export type StopCode =
   | 'control-records-lost'
   | 'positions-rolled-back'
   | 'commit-failed'
+  | 'source-overlap'
   | 'undecodable-event'
   | 'table-uuid-mismatch'
   | 'unknown-schema'
@@ -140,6 +143,8 @@ export type TablePlan =
       /** Every control partition's position after this commit (stored ones carried forward). */
       readonly positions: ControlPositions;
       readonly applied: readonly AppliedAnnouncement[];
+      /** Passed without committing their files: every source record they carry is applied already. */
+      readonly dropped: readonly AppliedAnnouncement[];
       readonly sourceRanges: readonly SourceRange[];
       readonly validThroughTs?: number;
       /** For appendFiles `summary`: positions, identity, watermark, source offsets. */
@@ -280,7 +285,29 @@ export function planTableCommit(input: TableCommitInput): TablePlan {
   if (duplicate !== undefined) return stopped(duplicate, oldest);
 
   if (included.length === 0) return { kind: 'nothing', positions: eff, waiting: notIncluded.length, ...common };
-  return commitPlan(input, eff, included, notIncluded.length, cycleCompletes, common);
+  let before: SourceApplied = new Map();
+  const stored = input.positions.kind === 'positions' ? input.positions.sourceApplied : undefined;
+  try {
+    if (stored !== undefined) before = decodeSourceApplied(stored);
+  } catch (e) {
+    return stopped(stop('positions-malformed', `${tableName}: summary key ${sourceAppliedKey(input.connector)} is malformed: ${e instanceof Error ? e.message : String(e)}`, {}), oldest);
+  }
+  const overlap = checkSourceOverlap(included, before);
+  if (overlap.kind === 'overlap') {
+    const g = overlap.candidate.group;
+    const at = { partition: g.partition, offset: firstOffsetOf(g) };
+    const sp = overlap.span;
+    return stopped(
+      stop(
+        'source-overlap',
+        `${tableName}: the announcement at control ${at.partition}@${at.offset} carries ${sp.topic}[${sp.partition}] offsets ${sp.firstOffset}..${sp.lastOffset}, which partly overlap what is applied already (through ${overlap.appliedThrough}): applying it would write records twice, dropping it would lose others`,
+        at,
+        { topic: sp.topic, partition: sp.partition, first: sp.firstOffset, last: sp.lastOffset, appliedThrough: overlap.appliedThrough },
+      ),
+      oldest,
+    );
+  }
+  return commitPlan(input, eff, included, { kept: overlap.kept, dropped: overlap.dropped, applied: overlap.applied }, notIncluded.length, cycleCompletes, common);
 }
 
 function ages(nowMs: number, oldest: number | undefined): { oldestUnappliedAgeMs?: number; oldestUnappliedMs?: number } {
@@ -540,6 +567,7 @@ function commitPlan(
   input: TableCommitInput,
   base: ControlPositions,
   included: readonly Candidate[],
+  source: { readonly kept: readonly Candidate[]; readonly dropped: readonly Candidate[]; readonly applied: SourceApplied },
   waiting: number,
   cycleCompletes: readonly CycleCompleteRead[],
   common: PlanCommon,
@@ -556,26 +584,32 @@ function commitPlan(
   const positions = new Map(base);
   for (const [p, r] of ranges) positions.set(p, r.last + 1n);
 
-  const sourceRanges = mergeSpans(included.flatMap((c) => c.announcement.sourceSpans));
+  const sourceRanges = mergeSpans(source.kept.flatMap((c) => c.announcement.sourceSpans));
   const validThroughTs = commitWatermark(prevWatermark, included, waiting > 0, cycleCompletes);
 
   const summary: Record<string, string> = {
     ...positionsSummary(connector, positions, input.live),
     [sourceOffsetsKey(connector)]: encodeSourceRanges(sourceRanges),
+    [sourceAppliedKey(connector)]: encodeSourceApplied(source.applied),
     ...(validThroughTs === undefined ? {} : { [VALID_THROUGH_TS_KEY]: String(validThroughTs) }),
   };
   return {
     kind: 'commit',
     commitId: commitIdFor(connector, table, ranges),
-    files: included.flatMap((c) => c.announcement.files),
+    files: source.kept.flatMap((c) => c.announcement.files),
     positions,
-    applied: included.map((c) => ({ partition: c.group.partition, offsets: c.group.parts.map((p) => p.offset), announcement: c.announcement })),
+    applied: source.kept.map(appliedOf),
+    dropped: source.dropped.map(appliedOf),
     sourceRanges,
     ...(validThroughTs === undefined ? {} : { validThroughTs }),
     summary,
     waiting,
     ...common,
   };
+}
+
+function appliedOf(c: Candidate): AppliedAnnouncement {
+  return { partition: c.group.partition, offsets: c.group.parts.map((p) => p.offset), announcement: c.announcement };
 }
 
 function mergeSpans(spans: readonly SourceSpan[]): SourceRange[] {

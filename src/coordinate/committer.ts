@@ -80,6 +80,8 @@ const FILE_CHECK_CONCURRENCY = 16;
 export class ConnectorCommitter {
   /** Every commit made, for metrics and the benchmark (bounded: the last 10,000). */
   readonly commits: CommitRecord[] = [];
+  /** Announcements passed because every source record they carry was applied already (source-applied.ts). */
+  droppedAnnouncements = 0;
   private readonly d: CommitterDeps;
   private readonly log: Logger;
   private readonly now: () => number;
@@ -355,6 +357,16 @@ export class ConnectorCommitter {
       if (plan.kind === 'nothing') {
         this.running(name, { oldestUnappliedMs: plan.oldestUnappliedMs });
         return { plan };
+      }
+      if (plan.dropped.length > 0 && attempt === 1) {
+        this.droppedAnnouncements += plan.dropped.length;
+        this.log.warn('announcements whose source records the table holds already are passed without committing their files', {
+          table: name,
+          dropped: plan.dropped.length,
+          totalDropped: this.droppedAnnouncements,
+          at: plan.dropped.map((d) => `${d.partition}@${d.offsets[0] ?? 0n}`),
+          spans: plan.dropped.flatMap((d) => d.announcement.sourceSpans.map((sp) => `${sp.topic}[${sp.partition}] ${sp.firstOffset}..${sp.lastOffset}`)),
+        });
       }
       const outcome = await appendFiles({ catalog: this.catalog, store: this.d.store }, id, {
         commitId: plan.commitId,

@@ -9,6 +9,8 @@
  *   icefloe.kafka-cluster-id.<connector>  the Kafka cluster id (changes on failover to another cluster)
  *   icefloe.valid-through-ts              the watermark (ms since epoch), see commit-state.ts
  *   icefloe.source-offsets.<connector>    JSON {"<topic>": {"<partition>": [first, last]}}, for operators
+ *   icefloe.source-applied.<connector>    JSON {"<topic>": {"<partition>": last}}: the highest source offset
+ *                                         ever applied, carried forward (source-applied.ts)
  * The identity keys are per connector (two connectors on two clusters may write one table).
  *
  * Reading, fail closed. The outcome is one of:
@@ -37,6 +39,7 @@ import { parseJson, stringifyJson, toBigInt } from '../core/json.ts';
 import { MAIN_BRANCH, findInAncestry } from '../iceberg/metadata.ts';
 import type { Snapshot, TableMetadata } from '../iceberg/metadata.ts';
 import { COMMIT_ID_KEY } from '../commit/commit-retry.ts';
+import { sourceAppliedKey } from './source-applied.ts';
 
 export const CONTROL_OFFSETS_PREFIX = 'icefloe.control-offsets.';
 export const CONTROL_TOPIC_ID_PREFIX = 'icefloe.control-topic-id.';
@@ -72,6 +75,8 @@ export type PositionsRead =
       readonly validThroughTs?: number;
       /** The snapshot they were read from. */
       readonly snapshotId: bigint;
+      /** Its `icefloe.source-applied.<connector>` value, undecoded (source-applied.ts). */
+      readonly sourceApplied?: string;
     }
   | { readonly kind: 'fresh' }
   | {
@@ -162,6 +167,7 @@ export function readControlPositions(md: TableMetadata, connector: string, live:
     identity: { controlTopicId: storedTopic, clusterId: storedCluster },
     ...(validThroughTs === undefined ? {} : { validThroughTs }),
     snapshotId: snap.snapshotId,
+    ...(snap.summary[sourceAppliedKey(connector)] === undefined ? {} : { sourceApplied: snap.summary[sourceAppliedKey(connector)] as string }),
   };
 }
 

@@ -35,6 +35,8 @@ import type { ControlIdentity, PositionsRead } from './control-positions.ts';
 import { adoptedKey, controlGroupId, encodeReapplyMark, reapplyKey } from './connector-position.ts';
 import type { ConnectorPositions } from './connector-position.ts';
 import { readConnectorPositions } from './position-store.ts';
+import { decodeSourceApplied, encodeSourceApplied, sourceAppliedKey } from './source-applied.ts';
+import type { SourceApplied } from './source-applied.ts';
 
 export type PositionsAction = 'show' | 'reapply' | 'adopt';
 
@@ -91,7 +93,7 @@ export async function runPositionsTool(deps: PositionsToolDeps, tableName: strin
   const outcome = await appendFiles({ catalog: deps.catalog, store: deps.store }, id, {
     commitId,
     files: [],
-    summary: { ...positionsSummary(connector.name, adopted, live), [adoptedKey(connector.name)]: encodePositions(adopted) },
+    summary: { ...positionsSummary(connector.name, adopted, live), [adoptedKey(connector.name)]: encodePositions(adopted), [sourceAppliedKey(connector.name)]: encodeSourceApplied(adoptSourceApplied(table, connector.name)) },
     // Asserts the positions it adopted from: another commit in between means the operator decides again.
     isCurrent: (t) => sameRead(readControlPositions(t.metadata, connector.name, live), read),
   });
@@ -114,6 +116,21 @@ function adoptPositions(table: LoadedTable, read: PositionsRead, c: ConnectorPos
     if (text === undefined || s.summary[controlTopicIdKey(connector)] !== live.controlTopicId || s.summary[kafkaClusterIdKey(connector)] !== live.clusterId) continue;
     try {
       for (const [p, o] of decodePositions(text)) raise(p, o);
+    } catch {
+      // a malformed old snapshot adds nothing
+    }
+  }
+  return out;
+}
+
+/** The highest source offsets any snapshot of this connector the table lists applied (kept as a guard). */
+function adoptSourceApplied(table: LoadedTable, connector: string): SourceApplied {
+  const out = new Map<string, { topic: string; partition: number; last: bigint }>();
+  for (const s of table.metadata.snapshots) {
+    const text = s.summary[sourceAppliedKey(connector)];
+    if (text === undefined) continue;
+    try {
+      for (const [k, v] of decodeSourceApplied(text)) if (v.last > (out.get(k)?.last ?? -1n)) out.set(k, v);
     } catch {
       // a malformed old snapshot adds nothing
     }

@@ -108,6 +108,7 @@ test('resume from stored positions: announcements below the position are ignored
     positions: new Map([[0, 3n]]),
     identity: LIVE,
     snapshotId: 2n,
+    sourceApplied: '{"orders":{"0":19}}',
   });
 });
 

@@ -151,3 +151,30 @@ test('C: decoded only from our metadata for the live topic; it only grows', () =
   const next = nextAppliedPositions(new Map([[0, { offset: 9n, kind: 'applied' }], [1, { offset: 3n, kind: 'seed' }]]), new Map([[0, 4n], [1, 6n]]));
   assert.deepEqual(next, new Map([[0, { offset: 9n, kind: 'applied' }], [1, { offset: 6n, kind: 'applied' }]]));
 });
+
+test('D1 defence: an announcement wholly covered by applied source offsets is passed; a partial overlap stops the table', () => {
+  const log = new ControlLog(1);
+  log.transaction(0, [announcement(0, 'c1', [file('a')], [span('orders', 0, 0n, 99n)])]);
+  const md = apply(emptyTable(), plan(emptyTable(), log.read(new Map())));
+  // A zombie's late announcement of the same records, then the live task's next cycle.
+  log.transaction(0, [announcement(1, 'z1', [file('zombie')], [span('orders', 0, 0n, 99n)])]);
+  log.transaction(0, [announcement(0, 'c2', [file('b')], [span('orders', 0, 100n, 149n)])]);
+  const p = plan(md, log.read(new Map([[0, 2n]])));
+  assert.deepEqual(paths(p), ['b'], 'the covered announcement\'s file is not committed');
+  assert.equal(p.kind === 'commit' ? p.dropped.length : -1, 1);
+  assert.equal(p.kind === 'commit' ? p.positions.get(0) : undefined, 5n, 'its position is passed');
+  assert.equal(p.kind === 'commit' ? p.summary['icefloe.source-applied.orders-sink'] : undefined, '{"orders":{"0":149}}');
+  // Partial: 50..120 overlaps 0..99 applied and brings 100..120 new.
+  const partial = new ControlLog(1);
+  partial.transaction(0, [announcement(0, 'c1', [file('a')], [span('orders', 0, 0n, 99n)])]);
+  const t = apply(emptyTable(), plan(emptyTable(), partial.read(new Map())));
+  partial.transaction(0, [announcement(1, 'z', [file('z')], [span('orders', 0, 50n, 120n)])]);
+  const q = plan(t, partial.read(new Map([[0, 2n]])));
+  assert.equal(code(q), 'source-overlap');
+  assert.match(q.kind === 'stopped' ? q.reason.message : '', /50\.\.120.*through 99/);
+  // Within one round, two announcements of the same records: the second is passed.
+  const same = new ControlLog(1);
+  same.transaction(0, [announcement(0, 'c1', [file('a')], [span('orders', 0, 0n, 9n)])]);
+  same.transaction(0, [announcement(1, 'z', [file('z')], [span('orders', 0, 0n, 9n)])]);
+  assert.deepEqual(paths(plan(emptyTable(), same.read(new Map()))), ['a']);
+});
