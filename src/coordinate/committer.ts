@@ -32,7 +32,7 @@ import { isPlanCurrent, planTableCommit, readControlRecord } from '../coordinate
 import type { ControlRecordRead, StopReason, TablePlan } from '../coordinate/commit-state.ts';
 import { readControlPositions } from '../coordinate/control-positions.ts';
 import type { ControlIdentity } from '../coordinate/control-positions.ts';
-import { tableRefString } from '../coordinate/events.ts';
+import { sameTable, tableRefString } from '../coordinate/events.ts';
 import type { TableRef } from '../coordinate/events.ts';
 import type { ObjectStore } from '../upload/port.ts';
 import type { CrashPoints } from '../core/crash-points.ts';
@@ -290,19 +290,32 @@ export class ConnectorCommitter {
   }
 
   /**
-   * An operator's re-apply mark is spent once the table's positions reach what it was marked through;
-   * removed then, so a later rollback to the same snapshot is detected again. A failure is only logged:
+   * An operator's re-apply mark is spent once no announcement of the table is left below what it was
+   * marked through; removed then, so a later rollback to the same snapshot is detected again. A failure is only logged:
    * a spent mark acknowledges nothing (connector-position.ts `reapplyHolds`).
    */
   private async clearSpentMark(id: ReturnType<typeof parseIdentifier>, table: LoadedTable, positions: ControlPositions): Promise<void> {
+    if (this.bufferFloorAbove(positions)) return; // the buffer does not reach back: cannot tell yet
     const mark = safeMark(table, this.d.connector.name);
-    if (mark === undefined || [...mark.through].some(([p, o]) => (positions.get(p) ?? -1n) < o)) return;
+    if (mark === undefined) return;
+    // Spent: nothing of the table's is left below `through` (positions stop at the last record applied, so
+    // a transaction marker may keep them just below it).
+    const left = this.buffer.some(
+      (r) => 'event' in r && r.event.type === 'announcement' && r.event.connector === this.d.connector.name && sameTable(r.event.table, { namespace: id.namespace, name: id.name }) &&
+        r.offset >= (positions.get(r.partition) ?? 0n) && r.offset < (mark.through.get(r.partition) ?? 0n),
+    );
+    if (left) return;
     try {
       await updateProperties({ catalog: this.catalog, store: this.d.store }, id, {}, [reapplyKey(this.d.connector.name)]);
       this.log.info('re-apply finished; its mark is removed', { table: formatIdentifier(id) });
     } catch (e) {
       this.log.warn('removing a spent re-apply mark failed; retried after the next commit', { table: formatIdentifier(id), error: errorMessage(e) });
     }
+  }
+
+  private bufferFloorAbove(positions: ControlPositions): boolean {
+    for (const [p, floor] of this.bufferFloor) if ((positions.get(p) ?? 0n) < floor) return true;
+    return false;
   }
 
   /** A re-apply (operator's mark) from positions below what the buffer holds, but still in the log. */

@@ -1,0 +1,347 @@
+/**
+ * Issue 9, points 2, 3, 4 (committer half) and 6 on the real services: Kafka (control topic, the
+ * connector-position group), the REST catalog (directly and through the fault proxy), S3. A committer
+ * runs in this process against a control topic of its own; announcements are produced into it
+ * transactionally, as tasks do, for data files the real writer put on S3, whose rows carry the Kafka
+ * coordinates they stand for. Every check counts rows by those coordinates (PyIceberg, DuckDB).
+ *
+ * - idle table + retention: not stopped (C says every table applied through); a fresh table whose
+ *   announcements retention deleted: stopped as control-records-lost, never skipped silently;
+ * - rollback under a live committer → positions-rolled-back; `icefloe positions --reapply` (the CLI, as a
+ *   process) → re-applied once; rollback found by a restarted committer → stopped; `--adopt` → kept;
+ * - a crafted duplicate announcement (a zombie's) is passed, a partial overlap stops the table;
+ * - one table's commit refused by the catalog (400 through the fault proxy): the other table commits.
+ */
+import { test } from 'node:test';
+import type { TestContext } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { NO_CRASH_POINTS } from '../../src/core/crash-points.ts';
+import type { Logger } from '../../src/core/log.ts';
+import { parseConnectorConfig } from '../../src/config/connector-config.ts';
+import type { ConnectorConfig } from '../../src/config/connector-config.ts';
+import { ConfluentControlTopicReader, ConfluentKafkaAdmin, ConfluentTransactionalProducer } from '../../src/consume/confluent/index.ts';
+import { RdKafka } from '../../src/consume/confluent/internal.ts';
+import type { ClientSettings } from '../../src/consume/confluent/index.ts';
+import { parseIdentifier } from '../../src/commit/port.ts';
+import type { Catalog } from '../../src/commit/port.ts';
+import { ConnectorCommitter } from '../../src/coordinate/committer.ts';
+import { controlRecordKey, encodeAnnouncement } from '../../src/coordinate/events.ts';
+import type { Schema } from '../../src/iceberg/types.ts';
+import { FaultProxy } from '../fault-proxy/client.ts';
+import { assertExactlyOnce, duckdbCount, exactlyOnceReport } from '../helpers/exactly-once.ts';
+import type { Coordinates } from '../helpers/exactly-once.ts';
+import { kafkaSettings, unique } from '../helpers/kafka.ts';
+import { restCatalogKeys, uniqueIdent } from '../helpers/sink-e2e.ts';
+import { requireReachable, stackEndpoints } from '../helpers/stack.ts';
+import { harness, writeRows } from '../helpers/tables.ts';
+import type { Harness } from '../helpers/tables.ts';
+
+const SOURCE = 'orders-src';
+const SCHEMA: Schema = {
+  schemaId: 0,
+  fields: [
+    { id: 1, name: '_kafka_metadata_topic', required: false, type: { kind: 'string' } },
+    { id: 2, name: '_kafka_metadata_partition', required: false, type: { kind: 'int' } },
+    { id: 3, name: '_kafka_metadata_offset', required: false, type: { kind: 'long' } },
+  ],
+};
+const CLI = new URL('../../src/cli.ts', import.meta.url).pathname;
+
+interface LogLine {
+  readonly level: string;
+  readonly msg: string;
+  readonly fields: Readonly<Record<string, unknown>>;
+}
+
+function memoryLog(lines: LogLine[]): Logger {
+  const at = (level: string) => (msg: string, fields: Readonly<Record<string, unknown>> = {}): void => void lines.push({ level, msg, fields });
+  const self: Logger = { debug: at('debug'), info: at('info'), warn: at('warn'), error: at('error'), child: () => self };
+  return self;
+}
+
+interface Ctx {
+  readonly h: Harness;
+  readonly settings: ClientSettings;
+  readonly ns: string;
+  readonly controlTopic: string;
+  readonly connector: ConnectorConfig;
+  readonly connectorFile: { name: string; config: Record<string, string> };
+  readonly admin: ConfluentKafkaAdmin;
+  readonly lines: LogLine[];
+  readonly producers: Map<number, ConfluentTransactionalProducer>;
+  readonly closers: (() => Promise<void>)[];
+}
+
+async function setup(t: TestContext, tables: readonly string[]): Promise<Ctx> {
+  const e = stackEndpoints();
+  await requireReachable('Kafka', e.kafkaBootstrap);
+  const h = await harness(t);
+  const settings = await kafkaSettings();
+  const ns = uniqueIdent('it_pos');
+  const controlTopic = unique('control-pos');
+  const admin = await ConfluentKafkaAdmin.connect({ settings });
+  await admin.ensureTopic({ name: controlTopic, partitions: 1, replicationFactor: 1, configs: { 'cleanup.policy': 'delete' } });
+  const catalog = h.rest();
+  await catalog.createNamespace([ns]);
+  for (const name of tables) await catalog.createTable({ namespace: [ns], name }, { schema: SCHEMA });
+  const name = uniqueIdent('pos');
+  const connectorFile = {
+    name,
+    config: {
+      'connector.class': 'org.apache.iceberg.connect.IcebergSinkConnector',
+      topics: SOURCE,
+      'value.converter': 'org.apache.kafka.connect.json.JsonConverter',
+      'value.converter.schemas.enable': 'false',
+      'key.converter': 'org.apache.kafka.connect.storage.StringConverter',
+      'iceberg.tables': tables.map((x) => `${ns}.${x}`).join(','),
+      'iceberg.control.topic': controlTopic,
+      ...restCatalogKeys(),
+    },
+  };
+  const ctx: Ctx = {
+    h,
+    settings,
+    ns,
+    controlTopic,
+    connector: parseConnectorConfig({ name, ...connectorFile.config }),
+    connectorFile,
+    admin,
+    lines: [],
+    producers: new Map(),
+    closers: [],
+  };
+  t.after(async () => {
+    for (const c of ctx.closers.reverse()) await c().catch(() => undefined);
+    for (const p of ctx.producers.values()) await p.close().catch(() => undefined);
+    for (const x of tables) await catalog.dropTable({ namespace: [ns], name: x }).catch(() => undefined);
+    await admin.deleteTopic(controlTopic).catch(() => undefined);
+    await admin.close();
+  });
+  return ctx;
+}
+
+async function committer(ctx: Ctx, catalog: Catalog = ctx.h.rest()): Promise<ConnectorCommitter> {
+  const reader = await ConfluentControlTopicReader.connect({ settings: ctx.settings });
+  const admin = await ConfluentKafkaAdmin.connect({ settings: ctx.settings });
+  ctx.closers.push(() => reader.close(), () => admin.close());
+  return new ConnectorCommitter({ connector: ctx.connector, reader, admin, catalog, store: ctx.h.store, crash: NO_CRASH_POINTS, log: memoryLog(ctx.lines) });
+}
+
+/**
+ * Writes a data file whose rows are the source records `first..last` of SOURCE[partition] and announces it
+ * in one committed transaction of task `taskId`, as a task's cycle does. Returns the coordinates.
+ */
+async function announce(ctx: Ctx, table: string, first: bigint, last: bigint, taskId = 0, partition = 0): Promise<Coordinates[]> {
+  const id = parseIdentifier(`${ctx.ns}.${table}`);
+  const loaded = await ctx.h.rest().loadTable(id);
+  const coords: Coordinates[] = [];
+  for (let o = first; o <= last; o++) coords.push({ topic: SOURCE, partition, offset: o });
+  const files = await writeRows(ctx.h.store, loaded, coords.map((c) => ({ _kafka_metadata_topic: c.topic, _kafka_metadata_partition: c.partition, _kafka_metadata_offset: c.offset })));
+  const values = encodeAnnouncement(
+    {
+      connector: ctx.connector.name,
+      taskId,
+      cycleId: `cycle-${first}-${last}-${Math.random().toString(36).slice(2, 8)}`,
+      table: { namespace: id.namespace, name: id.name },
+      tableUuid: loaded.metadata.tableUuid,
+      schemaId: loaded.metadata.currentSchemaId,
+      specId: loaded.metadata.defaultSpecId,
+      sourceSpans: [{ topic: SOURCE, partition, firstOffset: first, lastOffset: last }],
+      files,
+    },
+    900_000,
+  );
+  let producer = ctx.producers.get(taskId);
+  if (producer === undefined) {
+    producer = await ConfluentTransactionalProducer.connect({ settings: ctx.settings, transactionalId: `${ctx.connector.name}-${taskId}` });
+    await producer.initTransactions();
+    ctx.producers.set(taskId, producer);
+  }
+  await producer.beginTransaction();
+  await producer.send(values.map((value) => ({ topic: ctx.controlTopic, key: controlRecordKey(ctx.connector.name, taskId), value })));
+  await producer.commitTransaction();
+  return coords;
+}
+
+/** Retention passing: every record of the control topic below its high watermark is deleted. */
+async function deleteControlRecords(ctx: Ctx): Promise<bigint> {
+  const [marks] = await ctx.admin.watermarks(ctx.controlTopic);
+  assert.ok(marks !== undefined);
+  const admin = RdKafka.AdminClient.create({ ...ctx.settings });
+  try {
+    await new Promise<void>((resolve, reject) =>
+      admin.deleteRecords([{ topic: ctx.controlTopic, partition: 0, offset: Number(marks.high) }], { timeout: 15_000, operationTimeout: 15_000 }, (err) => (err ? reject(err) : resolve())),
+    );
+  } finally {
+    admin.disconnect();
+  }
+  const [after] = await ctx.admin.watermarks(ctx.controlTopic);
+  assert.equal(after?.low, marks.high, 'the log now starts at its end');
+  return marks.high;
+}
+
+function statusOf(c: ConnectorCommitter, ctx: Ctx, table: string): ReturnType<ConnectorCommitter['tableStatus']>[number] | undefined {
+  return c.tableStatus().find((s) => s.table === `${ctx.ns}.${table}`);
+}
+
+async function rollBackToFirstSnapshot(ctx: Ctx, table: string): Promise<bigint> {
+  const catalog = ctx.h.rest();
+  const id = parseIdentifier(`${ctx.ns}.${table}`);
+  const md = (await catalog.loadTable(id)).metadata;
+  const first = md.snapshots[0]?.snapshotId;
+  assert.ok(first !== undefined && md.snapshots.length >= 2);
+  await catalog.commitTable(id, [], [{ action: 'set-snapshot-ref', refName: 'main', ref: { snapshotId: first, type: 'branch' } }]);
+  return first;
+}
+
+/** `icefloe positions` as an operator runs it: a process, with the worker and connector files. */
+function positionsCli(ctx: Ctx, table: string, flag: '--reapply' | '--adopt'): Record<string, unknown> {
+  const dir = mkdtempSync(join(tmpdir(), 'icefloe-positions-'));
+  writeFileSync(join(dir, 'worker.properties'), `bootstrap.servers=${stackEndpoints().kafkaBootstrap}\n`);
+  writeFileSync(join(dir, 'connector.json'), JSON.stringify(ctx.connectorFile));
+  const run = spawnSync(process.execPath, [CLI, 'positions', 'worker.properties', 'connector.json', '--table', `${ctx.ns}.${table}`, flag], { cwd: dir, encoding: 'utf8', timeout: 60_000 });
+  assert.equal(run.status, 0, `icefloe positions failed: ${run.stderr}`);
+  return JSON.parse(run.stdout) as Record<string, unknown>;
+}
+
+test('point 2: an idle table survives retention (C); a fresh table whose announcements were deleted stops, never skipped', async (t) => {
+  const started = performance.now();
+  const ctx = await setup(t, ['a', 'b', 'c']);
+  const a = await announce(ctx, 'a', 0n, 9n);
+  const b = await announce(ctx, 'b', 0n, 9n);
+  const live = await committer(ctx);
+  await live.round();
+  for (let i = 1n; i <= 3n; i++) b.push(...(await announce(ctx, 'b', i * 10n, i * 10n + 9n)));
+  await live.round();
+  const cGroup = await ctx.admin.groupOffsets(`cg-control-${ctx.connector.name}`, ctx.controlTopic);
+  assert.match(cGroup[0]?.metadata ?? '', /^icefloe\/1 applied /, 'C committed as applied');
+  // Retention deletes everything: a's stored position is now below the log start, though nothing of a's was lost.
+  await deleteControlRecords(ctx);
+  const restarted = await committer(ctx);
+  await restarted.round();
+  assert.equal(statusOf(restarted, ctx, 'a')?.state, 'RUNNING', statusOf(restarted, ctx, 'a')?.reason?.message);
+  a.push(...(await announce(ctx, 'a', 10n, 19n)));
+  await restarted.round();
+  assert.equal(statusOf(restarted, ctx, 'a')?.lastSnapshotId !== undefined, true);
+  await assertExactlyOnce(`${ctx.ns}.a`, a, { catalog: { kind: 'rest' } });
+  await assertExactlyOnce(`${ctx.ns}.b`, b, { catalog: { kind: 'rest' } });
+  assert.equal(await duckdbCount(`${ctx.ns}.a`), a.length);
+
+  // The committer is down while table c gets an announcement, and retention deletes it before a restart.
+  await announce(ctx, 'c', 0n, 9n);
+  await deleteControlRecords(ctx);
+  const afterOutage = await committer(ctx);
+  await afterOutage.round();
+  const c = statusOf(afterOutage, ctx, 'c');
+  assert.equal(c?.state, 'STOPPED', 'a fresh table is read from C, not from the log start');
+  assert.equal(c?.reason?.code, 'control-records-lost');
+  assert.ok(ctx.lines.some((l) => l.level === 'error' && l.msg.startsWith('table stopped') && l.fields['code'] === 'control-records-lost'), 'logged at error level');
+  const cRows = await ctx.h.rest().loadTable(parseIdentifier(`${ctx.ns}.c`));
+  assert.equal(cRows.metadata.snapshots.length, 0, 'nothing applied to c');
+  t.diagnostic(`duration ${Math.round(performance.now() - started)} ms`);
+});
+
+test('point 3: rollback under a live committer stops the table; `icefloe positions --reapply` re-applies it once', async (t) => {
+  const started = performance.now();
+  const ctx = await setup(t, ['a']);
+  const first = await announce(ctx, 'a', 0n, 9n);
+  const live = await committer(ctx);
+  await live.round();
+  const second = await announce(ctx, 'a', 10n, 19n);
+  await live.round();
+  await rollBackToFirstSnapshot(ctx, 'a');
+  await live.round();
+  assert.equal(statusOf(live, ctx, 'a')?.reason?.code, 'positions-rolled-back', 'stopped, not skipped and not re-applied');
+  assert.match(statusOf(live, ctx, 'a')?.reason?.message ?? '', /--reapply/);
+  await assertExactlyOnce(`${ctx.ns}.a`, first, { catalog: { kind: 'rest' } });
+  const report = positionsCli(ctx, 'a', '--reapply');
+  assert.match(String(report['result']), /^marked/);
+  await live.round();
+  await live.round();
+  assert.equal(statusOf(live, ctx, 'a')?.state, 'RUNNING');
+  const r = await exactlyOnceReport(`${ctx.ns}.a`, [...first, ...second], { catalog: { kind: 'rest' } });
+  assert.deepEqual({ missing: r.missing, duplicates: r.duplicates, unexpected: r.unexpected, rows: r.rows }, { missing: [], duplicates: [], unexpected: [], rows: 20 });
+  // The rolled-back snapshot still lists the second file; the re-apply adds it again on main: by design.
+  assert.equal(r.filesAddedTwice.length, 1);
+  assert.equal(await duckdbCount(`${ctx.ns}.a`), 20);
+  const md = (await ctx.h.rest().loadTable(parseIdentifier(`${ctx.ns}.a`))).metadata;
+  assert.equal(md.properties[`icefloe.reapply.${ctx.connector.name}`], undefined, 'the spent mark is removed');
+  t.diagnostic(`duration ${Math.round(performance.now() - started)} ms`);
+});
+
+test('point 3: a restarted committer finds the rollback (announcement in [T, C)) and stops; `--adopt` keeps the table', async (t) => {
+  const started = performance.now();
+  const ctx = await setup(t, ['a']);
+  const first = await announce(ctx, 'a', 0n, 9n);
+  await (await committer(ctx)).round();
+  await announce(ctx, 'a', 10n, 19n);
+  await (await committer(ctx)).round();
+  await rollBackToFirstSnapshot(ctx, 'a');
+  const restarted = await committer(ctx);
+  await restarted.round();
+  assert.equal(statusOf(restarted, ctx, 'a')?.reason?.code, 'positions-rolled-back');
+  await assertExactlyOnce(`${ctx.ns}.a`, first, { catalog: { kind: 'rest' } });
+  const report = positionsCli(ctx, 'a', '--adopt');
+  assert.match(String(report['result']), /^adopted/);
+  const third = await announce(ctx, 'a', 20n, 29n);
+  await restarted.round();
+  assert.equal(statusOf(restarted, ctx, 'a')?.state, 'RUNNING');
+  await assertExactlyOnce(`${ctx.ns}.a`, [...first, ...third], { catalog: { kind: 'rest' } });
+  t.diagnostic(`duration ${Math.round(performance.now() - started)} ms`);
+});
+
+test('point 4 (committer half): a zombie\'s duplicate announcement is passed and logged; a partial overlap stops the table', async (t) => {
+  const started = performance.now();
+  const ctx = await setup(t, ['a']);
+  const produced = await announce(ctx, 'a', 0n, 9n, 0);
+  const live = await committer(ctx);
+  await live.round();
+  // A zombie (task 1, another transactional id: not fenced by task 0) announces the same records late.
+  await announce(ctx, 'a', 0n, 9n, 1);
+  produced.push(...(await announce(ctx, 'a', 10n, 19n, 0)));
+  await live.round();
+  assert.equal(statusOf(live, ctx, 'a')?.state, 'RUNNING');
+  assert.equal(live.droppedAnnouncements, 1);
+  assert.ok(ctx.lines.some((l) => l.msg.startsWith('announcements whose source records the table holds already')), 'counted in the log');
+  await assertExactlyOnce(`${ctx.ns}.a`, produced, { catalog: { kind: 'rest' } });
+  // Partly new, partly applied: neither applying nor dropping is right.
+  await announce(ctx, 'a', 15n, 25n, 1);
+  await live.round();
+  assert.equal(statusOf(live, ctx, 'a')?.reason?.code, 'source-overlap');
+  await assertExactlyOnce(`${ctx.ns}.a`, produced, { catalog: { kind: 'rest' } });
+  assert.equal(await duckdbCount(`${ctx.ns}.a`), produced.length);
+  t.diagnostic(`duration ${Math.round(performance.now() - started)} ms`);
+});
+
+test('point 6: the catalog refuses one table\'s commit (400): that table stops, the other commits in the same round', async (t) => {
+  const started = performance.now();
+  const e = stackEndpoints();
+  await requireReachable('Fault-injection proxy (control)', e.proxyControlUrl);
+  const ctx = await setup(t, ['a', 'b']);
+  const proxy = new FaultProxy(e.proxyControlUrl);
+  const a = await announce(ctx, 'a', 0n, 9n);
+  const b = await announce(ctx, 'b', 0n, 9n);
+  const rule = await proxy.arm({
+    target: 'catalog',
+    match: { method: 'POST', path: `^/v1/namespaces/${ctx.ns}/tables/a$` },
+    times: 0,
+    fault: { kind: 'status', code: 400, body: '{"error":{"message":"refused (injected)","type":"BadRequestException","code":400}}', headers: { 'content-type': 'application/json' } },
+  });
+  t.after(() => proxy.remove(rule).catch(() => undefined));
+  const live = await committer(ctx, ctx.h.rest({ viaProxy: true }));
+  await live.round();
+  assert.equal(statusOf(live, ctx, 'a')?.reason?.code, 'commit-failed');
+  assert.ok(statusOf(live, ctx, 'a')?.oldestUnappliedMs !== undefined, 'the age of what a waits for is tracked');
+  assert.equal(statusOf(live, ctx, 'b')?.state, 'RUNNING');
+  await assertExactlyOnce(`${ctx.ns}.b`, b, { catalog: { kind: 'rest' } });
+  await proxy.remove(rule);
+  await live.round();
+  assert.equal(statusOf(live, ctx, 'a')?.state, 'RUNNING');
+  await assertExactlyOnce(`${ctx.ns}.a`, a, { catalog: { kind: 'rest' } });
+  await assertExactlyOnce(`${ctx.ns}.b`, b, { catalog: { kind: 'rest' } });
+  t.diagnostic(`duration ${Math.round(performance.now() - started)} ms`);
+});
