@@ -150,7 +150,8 @@ export class ConnectorCommitter {
       const cursor = this.cursor ?? new Map<number, bigint>();
       const pending = result.reread === true || (plan !== undefined && (plan.kind === 'stopped' || plan.waiting > 0));
       for (const [p, end] of cursor) {
-        const o = pending ? (plan?.positions.get(p) ?? 0n) : end;
+        // Never past what was read: positions a stopped table stores may refer to another log (identity).
+        const o = pending ? min(plan?.positions.get(p) ?? 0n, end) : end;
         trimAt.set(p, trimAt.has(p) ? min(trimAt.get(p) as bigint, o) : o);
       }
     }
