@@ -109,3 +109,21 @@ test('a table dropped and recreated under a live committer stops; --adopt starts
   assert.equal(committer.tableStatus()[0]?.state, 'RUNNING');
   assert.deepEqual(await rig.tableCoordinates(), [], 'the old table\'s announcements are not applied to the new one');
 });
+
+test('a commit the catalog refuses stops only that table (the round completes), and it commits once the catalog accepts', async (t) => {
+  const rig = await new Rig({ partitions: 1 }).init();
+  t.after(() => rig.close());
+  const produced = await announce(rig, [10]);
+  const committer = rig.committer();
+  rig.memoryCatalog.commitFaults.push('config');
+  await committer.round();
+  const status = committer.tableStatus()[0];
+  assert.equal(status?.reason?.code, 'commit-failed');
+  assert.ok(status?.oldestUnappliedMs !== undefined, 'the age of the oldest unapplied announcement is tracked');
+  const c = await rig.kafka.createAdmin().groupOffsets('cg-control-orders-sink', CONTROL);
+  assert.equal(c[0]?.offset, 0n, 'C does not pass what the failing table still needs');
+  await committer.round();
+  assert.equal(committer.tableStatus()[0]?.state, 'RUNNING');
+  assert.equal(committer.tableStatus()[0]?.oldestUnappliedMs, undefined, 'nothing unapplied any more');
+  assert.deepEqual(sortCoordinates(await rig.tableCoordinates()), expected(produced));
+});
