@@ -164,6 +164,14 @@ async function announce(ctx: Ctx, table: string, first: bigint, last: bigint, ta
   await producer.beginTransaction();
   await producer.send(values.map((value) => ({ topic: ctx.controlTopic, key: controlRecordKey(ctx.connector.name, taskId), value })));
   await producer.commitTransaction();
+  // commitTransaction returns once the coordinator decided; the markers reach the partition a moment later,
+  // and only then does the last stable offset (what a committer reads up to) pass the announcement.
+  for (let i = 0; ; i++) {
+    const [m] = await ctx.admin.watermarks(ctx.controlTopic);
+    if (m !== undefined && m.lastStable === m.high) break;
+    if (i > 100) throw new Error('the control topic\'s last stable offset did not reach its end');
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
   return coords;
 }
 
