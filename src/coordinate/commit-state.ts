@@ -4,9 +4,15 @@
  * the live Kafka identity and "now", it decides what one commit of one table contains — or that the table
  * must stop, and why.
  *
- * Rules it keeps (each has a test in test/unit/coordinate/commit-state.test.ts):
- * - Only announcements of this connector for this table with control offset >= the stored position of
+ * Rules it keeps (each has a test in test/unit/coordinate/commit-state.test.ts or connector-position.test.ts):
+ * - The effective position of a control partition is the stored one, raised by the connector position C
+ *   where C says every table applied further (connector-position.ts); a table moved backwards behind what
+ *   was applied stops (`positions-rolled-back`) unless an operator's recovery acknowledges it; an
+ *   effective position below the log start stops the table (`control-records-lost`).
+ * - Only announcements of this connector for this table with control offset >= the effective position of
  *   their control partition are considered; everything else is ignored (it is not this table's).
+ * - An announcement whose source records the table holds already is passed without its files; one that
+ *   partly overlaps them stops the table (`source-overlap`, source-applied.ts).
  * - Per control partition, announcements are applied in offset order and NEVER skipped. An announcement
  *   that cannot be applied (undecodable record, table UUID differs, schema or spec id unknown to the
  *   table, a file reported missing, a file announced twice, a missing or inconsistent part of a split
