@@ -314,16 +314,19 @@ export class ConnectorCommitter {
     }
   }
 
+  /** The buffer no longer holds everything from `positions` on (partitions without one were read from the log start). */
   private bufferFloorAbove(positions: ControlPositions): boolean {
-    for (const [p, floor] of this.bufferFloor) if ((positions.get(p) ?? 0n) < floor) return true;
+    for (const [p, floor] of this.bufferFloor) {
+      const at = positions.get(p);
+      if (at !== undefined && at < floor) return true;
+    }
     return false;
   }
 
   /** A re-apply (operator's mark) from positions below what the buffer holds, but still in the log. */
   private needsReread(table: LoadedTable, read: ReturnType<typeof readControlPositions>): boolean {
     if (read.kind !== 'positions' || !reapplyHolds(table.metadata, safeMark(table, this.d.connector.name), read)) return false;
-    for (const [p, floor] of this.bufferFloor) if ((read.positions.get(p) ?? 0n) < floor) return true;
-    return false;
+    return this.bufferFloorAbove(read.positions);
   }
 
   private async commitTable(ref: TableRef, live: ControlIdentity, logStart: ReadonlyMap<number, bigint>): Promise<{ plan: TablePlan | undefined; commit?: CommitRecord; reread?: boolean }> {
