@@ -181,9 +181,15 @@ test('table UUID differs, a file reported missing, a file announced twice, an un
   const d = round(emptyTable(), dup);
   assert.equal(d.kind === 'stopped' ? d.reason.code : d.kind, 'duplicate-file');
 
-  const junk = [readControlRecord(0, 0n, new TextEncoder().encode('{"format":"icefloe-control","version":"2.0"}'))];
+  const junk = [readControlRecord(0, 0n, new TextEncoder().encode('{"format":"icefloe-control","version":"1.0","type":"announcement"}'))];
   const j = plan(emptyTable(), junk);
   assert.equal(j.kind === 'stopped' ? j.reason.code : j.kind, 'undecodable-event');
+
+  // A record of this connector from a newer major version: stops with the reason that names the fix.
+  const future = [readControlRecord(0, 0n, new TextEncoder().encode('{"format":"icefloe-control","version":"2.0"}'))];
+  const f = plan(emptyTable(), future);
+  assert.equal(f.kind === 'stopped' ? f.reason.code : f.kind, 'unsupported-control-version');
+  assert.match(f.kind === 'stopped' ? f.reason.message : '', /newer Icefloe.*upgrade this worker/);
 
   const spec = new ControlLog(1);
   spec.transaction(0, [announcement(0, 'c1', [file('a')], [], { specId: 4 })]);
