@@ -62,6 +62,10 @@ export interface ControlConfig {
   readonly topicReplicationFactor: number;
   readonly topicRetentionMs: number;
   readonly autoCreateTopic: boolean;
+  /** Key and value bytes the committer reads from the control topic per round (catch-up is incremental). */
+  readonly readMaxBytes: number;
+  /** This connector's control records the committer holds in memory at most; reading pauses at the cap. */
+  readonly bufferMaxBytes: number;
   /** `iceberg.kafka.*`, layered over the worker's client settings. */
   readonly kafkaProps: Readonly<Record<string, string>>;
 }
@@ -236,6 +240,11 @@ function controlConfig(p: ParsedConfig): ControlConfig {
   if (retention !== -1 && retention > 0 && intervalMs > 0 && retention < 10 * intervalMs) {
     p.addError('icefloe.control.topic.retention-ms', invalidMessage('icefloe.control.topic.retention-ms', String(retention), `Must be at least 10 × iceberg.control.commit.interval-ms (${10 * intervalMs}): unapplied announcements must outlive a committer outage`));
   }
+  const readMaxBytes = n(p, 'icefloe.control.read.max-bytes');
+  const bufferMaxBytes = n(p, 'icefloe.control.buffer.max-bytes');
+  if (bufferMaxBytes < readMaxBytes) {
+    p.addError('icefloe.control.buffer.max-bytes', invalidMessage('icefloe.control.buffer.max-bytes', String(bufferMaxBytes), `Must be at least icefloe.control.read.max-bytes (${readMaxBytes}): one round's read must fit the buffer`));
+  }
   return Object.freeze({
     topic: p.string('iceberg.control.topic') ?? '',
     commitIntervalMs: intervalMs,
@@ -244,6 +253,8 @@ function controlConfig(p: ParsedConfig): ControlConfig {
     topicReplicationFactor: n(p, 'icefloe.control.topic.replication.factor'),
     topicRetentionMs: retention,
     autoCreateTopic: b(p, 'icefloe.control.topic.auto-create'),
+    readMaxBytes,
+    bufferMaxBytes,
     kafkaProps: p.prefixed('iceberg.kafka.'),
   });
 }

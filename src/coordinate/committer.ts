@@ -11,21 +11,30 @@
  * planned again). A table that cannot be applied stops with its reason; the others go on. Records every
  * table is past are dropped from the buffer.
  *
+ * Catch-up is incremental: a round reads at most icefloe.control.read.max-bytes (and CONTROL_READ_MAX_RECORDS
+ * records, CONTROL_READ_TIMEOUT_MS), plans and commits what it has (the planner only includes whole
+ * announcements), logs its progress, and while it is behind the loop starts the next round right away
+ * (`behind()`). Memory: only this connector's records are buffered (a shared control topic's other
+ * records are counted and dropped at once), the buffer holds what tables still need, and it is capped
+ * (icefloe.control.buffer.max-bytes): at the cap, records only stopped tables need are dropped — those
+ * tables are "parked" (not planned again in this process; a restart reads their records again from their
+ * stored positions) — and if what remains is still at the cap, reading pauses with an error in the log.
+ *
  * In standalone mode it runs in the worker process; distributed mode elects one per table, same protocol.
  */
 import { IcefloeError, RetriableError } from '../core/errors.ts';
 import type { Logger } from '../core/log.ts';
 import type { ConnectorConfig } from '../config/connector-config.ts';
-import type { ControlTopicReader, KafkaAdmin, TopicPartitionOffset } from '../consume/port.ts';
+import type { ControlTopicReader, KafkaAdmin, RawRecord, TopicPartitionOffset } from '../consume/port.ts';
 import { formatIdentifier, NoSuchTableError, parseIdentifier } from '../commit/port.ts';
 import type { Catalog, LoadedTable } from '../commit/port.ts';
 import { findCommit } from '../commit/commit-retry.ts';
 import { appendFiles } from '../commit/table-ops.ts';
-import { isPlanCurrent, planTableCommit, readControlRecord } from '../coordinate/commit-state.ts';
+import { isPlanCurrent, planTableCommit } from '../coordinate/commit-state.ts';
 import type { ControlRecordRead, StopReason, TablePlan } from '../coordinate/commit-state.ts';
 import { readControlPositions } from '../coordinate/control-positions.ts';
 import type { ControlIdentity } from '../coordinate/control-positions.ts';
-import { tableRefString } from '../coordinate/events.ts';
+import { classifyControlRecord, tableRefString } from '../coordinate/events.ts';
 import type { TableRef } from '../coordinate/events.ts';
 import type { ObjectStore } from '../upload/port.ts';
 import type { CrashPoints } from '../core/crash-points.ts';
@@ -62,6 +71,28 @@ export interface CommitRecord {
 
 const MAX_REPLANS = 5;
 const FILE_CHECK_CONCURRENCY = 16;
+/** Per-round bounds of the control read besides icefloe.control.read.max-bytes (constants: no operator needs to tune them). */
+const CONTROL_READ_MAX_RECORDS = 10_000;
+const CONTROL_READ_TIMEOUT_MS = 10_000;
+/** How often the summary of ignored (not ours) control records is logged at most. */
+const IGNORED_LOG_INTERVAL_MS = 60_000;
+
+/** The committer's view of the control topic, for status and metrics. */
+export interface ControlReadStatus {
+  /** Records and key+value bytes read from the control topic since start (every record, ours or not). */
+  readonly readRecords: number;
+  readonly readBytes: number;
+  /** Records ignored because they are not this connector's: another Icefloe connector's, or not Icefloe's at all. */
+  readonly ignoredOtherConnector: number;
+  readonly ignoredForeign: number;
+  /** This connector's records held in memory now. */
+  readonly bufferedRecords: number;
+  readonly bufferedBytes: number;
+  /** The last round stopped before the end of the control topic (catching up). */
+  readonly behind: boolean;
+  /** Stopped tables whose records were dropped at the buffer cap: they resume only after a restart. */
+  readonly parkedTables: readonly string[];
+}
 
 export class ConnectorCommitter {
   /** Every commit made, for metrics and the benchmark (bounded: the last 10,000). */
@@ -78,6 +109,14 @@ export class ConnectorCommitter {
   private readonly existing = new Set<string>();
   /** Consecutive failed rounds per table (for the log; the table is retried every round). */
   private readonly failures = new Map<string, number>();
+  /** Key+value bytes of each buffered record (for the buffer cap) and their sum. */
+  private readonly recordBytes = new WeakMap<ControlRecordRead, number>();
+  private bufferBytes = 0;
+  /** Stopped tables whose records were dropped from the buffer: not planned again until a restart re-reads them. */
+  private readonly parked = new Set<string>();
+  private readonly reads = { records: 0, bytes: 0, otherConnector: 0, foreign: 0, loggedOther: 0, loggedForeign: 0, loggedAtMs: 0 };
+  private lagging = false;
+  private bufferFull = false;
 
   constructor(deps: CommitterDeps) {
     this.d = deps;
@@ -90,6 +129,24 @@ export class ConnectorCommitter {
     return [...this.status.values()].sort((a, b) => (a.table < b.table ? -1 : 1));
   }
 
+  controlStatus(): ControlReadStatus {
+    return {
+      readRecords: this.reads.records,
+      readBytes: this.reads.bytes,
+      ignoredOtherConnector: this.reads.otherConnector,
+      ignoredForeign: this.reads.foreign,
+      bufferedRecords: this.buffer.length,
+      bufferedBytes: this.bufferBytes,
+      behind: this.lagging,
+      parkedTables: [...this.parked].sort(),
+    };
+  }
+
+  /** The last round read a bounded step and more is committed on the control topic: run the next round now. */
+  behind(): boolean {
+    return this.lagging;
+  }
+
   /** One round over every table; returns the commits it made. */
   async round(): Promise<CommitRecord[]> {
     const live = await this.identity();
@@ -97,10 +154,13 @@ export class ConnectorCommitter {
     const names = [...this.tables.keys()].sort();
     const made: CommitRecord[] = [];
     const trimAt = new Map<number, bigint>();
+    const stoppedAt = new Map<number, bigint>();
+    const stoppedNames: string[] = [];
     let keepBuffer = false;
     for (let i = 0; i < names.length; i++) {
       const name = names[i] as string;
       const ref = this.tables.get(name) as TableRef;
+      if (this.parked.has(name)) continue; // its records were dropped: planning it now could skip them
       let result: Awaited<ReturnType<ConnectorCommitter['commitTable']>>;
       try {
         result = await this.commitTable(ref, live, logStart);
@@ -125,13 +185,16 @@ export class ConnectorCommitter {
       // (a fresh table): trimming those would lose announcements it has not applied yet.
       const cursor = this.cursor ?? new Map<number, bigint>();
       const pending = plan !== undefined && (plan.kind === 'stopped' || plan.waiting > 0);
+      // A stopped table's needs are kept apart: they are the first to go when the buffer is full.
+      const needs = plan?.kind === 'stopped' ? stoppedAt : trimAt;
+      if (plan?.kind === 'stopped') stoppedNames.push(name);
       for (const [p, end] of cursor) {
         const o = pending ? (plan.positions.get(p) ?? 0n) : end;
-        trimAt.set(p, trimAt.has(p) ? min(trimAt.get(p) as bigint, o) : o);
+        needs.set(p, needs.has(p) ? min(needs.get(p) as bigint, o) : o);
       }
     }
     for (const [p, end] of this.cursor ?? []) if (!trimAt.has(p)) trimAt.set(p, end);
-    if (!keepBuffer) this.buffer = this.buffer.filter((r) => r.offset >= (trimAt.get(r.partition) ?? 0n));
+    if (!keepBuffer) this.trimBuffer(trimAt, stoppedAt, stoppedNames);
     return made;
   }
 
@@ -151,19 +214,113 @@ export class ConnectorCommitter {
       if (at === undefined || at < m.low) cursor.set(m.partition, m.low);
     }
     const from: TopicPartitionOffset[] = [...cursor].filter(([p, o]) => (marks.find((m) => m.partition === p)?.lastStable ?? 0n) > o).map(([partition, offset]) => ({ topic, partition, offset }));
-    if (from.length === 0) return logStart;
-    const read = await this.d.reader.read(from);
-    for (const r of read.records) {
-      if (r.value === null) continue;
-      const rec = readControlRecord(r.partition, r.offset, r.value, r.timestamp ?? undefined);
+    const wasBehind = this.lagging;
+    this.lagging = false;
+    if (from.length === 0) {
+      if (wasBehind) this.log.info('control topic caught up', { readRecords: this.reads.records, readBytes: this.reads.bytes });
+      return logStart;
+    }
+    const { readMaxBytes, bufferMaxBytes } = this.d.connector.control;
+    const room = bufferMaxBytes - this.bufferBytes;
+    if (room <= 0) {
+      // Every table that is not stopped still needs all that is held (a table failing round after round,
+      // or one waiting for parts past the cap): reading more would only grow memory.
+      if (!this.bufferFull) this.log.error('control buffer full: reading the control topic pauses until tables commit (raise icefloe.control.buffer.max-bytes if this persists)', { bufferedBytes: this.bufferBytes, bufferedRecords: this.buffer.length, bufferMaxBytes });
+      this.bufferFull = true;
+      return logStart;
+    }
+    this.bufferFull = false;
+    const read = await this.d.reader.read(from, { maxBytes: Math.min(readMaxBytes, room), maxRecords: CONTROL_READ_MAX_RECORDS, timeoutMs: CONTROL_READ_TIMEOUT_MS });
+    const bytes = this.takeRecords(read.records);
+    for (const e of read.endOffsets) cursor.set(e.partition, e.offset);
+    const progress = from.map((f) => ({ partition: f.partition, from: String(f.offset), offset: String(cursor.get(f.partition) ?? f.offset), endOffset: String(marks.find((m) => m.partition === f.partition)?.lastStable ?? 0n) }));
+    this.lagging = from.some((f) => (cursor.get(f.partition) ?? f.offset) < (marks.find((m) => m.partition === f.partition)?.lastStable ?? 0n));
+    if (this.lagging || wasBehind) {
+      this.log.info(this.lagging ? 'control topic catch-up' : 'control topic caught up', {
+        partitions: progress,
+        records: read.records.length,
+        bytes,
+        bufferedRecords: this.buffer.length,
+        bufferedBytes: this.bufferBytes,
+      });
+    }
+    this.logIgnored();
+    return logStart;
+  }
+
+  /** Buffers this connector's records of a read; counts and drops the others. Returns the bytes read. */
+  private takeRecords(records: readonly RawRecord[]): number {
+    const connector = this.d.connector.name;
+    let bytes = 0;
+    for (const r of records) {
+      const size = (r.key?.byteLength ?? 0) + (r.value?.byteLength ?? 0);
+      bytes += size;
+      const c = classifyControlRecord(connector, r.key, r.value);
+      if (c.kind === 'foreign' || c.kind === 'other-connector') {
+        if (c.kind === 'foreign') this.reads.foreign++;
+        else this.reads.otherConnector++;
+        continue;
+      }
+      const at = { partition: r.partition, offset: r.offset, ...(r.timestamp === null ? {} : { timestampMs: r.timestamp }) };
+      const rec: ControlRecordRead = c.kind === 'ours' ? { ...at, event: c.event } : { ...at, error: c.error, ...(c.code === 'unsupported-version' ? { unsupportedVersion: true } : {}) };
       this.buffer.push(rec);
-      if ('event' in rec && rec.event.type === 'announcement' && rec.event.connector === this.d.connector.name) {
-        const name = tableRefString(rec.event.table);
-        if (!this.tables.has(name)) this.tables.set(name, rec.event.table);
+      this.recordBytes.set(rec, size);
+      this.bufferBytes += size;
+      if (c.kind === 'ours' && c.event.type === 'announcement' && c.event.connector === connector) {
+        const name = tableRefString(c.event.table);
+        if (!this.tables.has(name)) this.tables.set(name, c.event.table);
       }
     }
-    for (const e of read.endOffsets) cursor.set(e.partition, e.offset);
-    return logStart;
+    this.reads.records += records.length;
+    this.reads.bytes += bytes;
+    return bytes;
+  }
+
+  /** Logs the records ignored since the last such line (a shared control topic), at most once a minute. */
+  private logIgnored(): void {
+    const r = this.reads;
+    const other = r.otherConnector - r.loggedOther;
+    const foreign = r.foreign - r.loggedForeign;
+    if ((other === 0 && foreign === 0) || this.now() - r.loggedAtMs < IGNORED_LOG_INTERVAL_MS) return;
+    this.log.info('control records of others ignored', { otherConnector: other, foreign, totalOtherConnector: r.otherConnector, totalForeign: r.foreign });
+    r.loggedOther = r.otherConnector;
+    r.loggedForeign = r.foreign;
+    r.loggedAtMs = this.now();
+  }
+
+  /**
+   * Keeps what running tables need (from `running`) and what stopped ones need (from `stopped`), unless
+   * that is over the buffer cap: then the stopped tables' records go and those tables are parked.
+   */
+  private trimBuffer(running: ReadonlyMap<number, bigint>, stopped: ReadonlyMap<number, bigint>, stoppedNames: readonly string[]): void {
+    const keepAt = new Map(running);
+    for (const [p, o] of stopped) keepAt.set(p, min(keepAt.get(p) ?? o, o));
+    const kept = this.buffer.filter((r) => r.offset >= (keepAt.get(r.partition) ?? 0n));
+    const keptBytes = this.bytesOf(kept);
+    if (keptBytes < this.d.connector.control.bufferMaxBytes || stoppedNames.length === 0) {
+      this.setBuffer(kept, keptBytes);
+      return;
+    }
+    const lean = this.buffer.filter((r) => r.offset >= (running.get(r.partition) ?? 0n));
+    for (const name of stoppedNames) this.parked.add(name);
+    const leanBytes = this.bytesOf(lean);
+    this.log.warn('control buffer full: dropped the records only stopped tables need; they resume after a restart, which reads them again from their stored positions', {
+      tables: stoppedNames,
+      droppedBytes: keptBytes - leanBytes,
+      bufferMaxBytes: this.d.connector.control.bufferMaxBytes,
+    });
+    this.setBuffer(lean, leanBytes);
+  }
+
+  private bytesOf(records: readonly ControlRecordRead[]): number {
+    return records.reduce((n, r) => n + (this.recordBytes.get(r) ?? 0), 0);
+  }
+
+  private setBuffer(records: ControlRecordRead[], bytes: number): void {
+    this.buffer = records;
+    this.bufferBytes = bytes;
+    // Reading paused at the cap and the tables made room: the next round reads on at once.
+    if (this.bufferFull && bytes < this.d.connector.control.bufferMaxBytes) this.lagging = true;
   }
 
   /**
