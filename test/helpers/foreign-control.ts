@@ -3,8 +3,11 @@
  * shaped like the Apache Iceberg sink's control events, random bytes, and Icefloe envelopes of a future
  * major version. None of these is a valid Icefloe v1 event.
  */
+import { RdKafka } from '@confluentinc/kafka-javascript';
 import { prng } from '../../src/core/prng.ts';
-import { CONTROL_FORMAT, controlRecordKey } from '../../src/coordinate/events.ts';
+import { CONTROL_FORMAT, controlRecordKey, encodeAnnouncement } from '../../src/coordinate/events.ts';
+import { makeDataFile } from '../../src/iceberg/data-file.ts';
+import { kafkaSettings } from './kafka.ts';
 
 const utf8 = new TextEncoder();
 
@@ -36,4 +39,61 @@ export function garbageRecord(seed: number, n = 200): { key: Uint8Array; value: 
 export function futureVersionRecord(connector: string): { key: Uint8Array; value: Uint8Array } {
   const value = utf8.encode(JSON.stringify({ format: CONTROL_FORMAT, version: '2.0', type: 'announcement', connector, taskId: 0, cycleId: 'future', table: { tableId: 'x' }, fileRefs: ['s3://nowhere/f.parquet'] }));
   return { key: utf8.encode(controlRecordKey(connector, 0)), value };
+}
+
+/**
+ * Produces `count` records of `recordBytes` each to partition `partition` of `topic` as fast as the broker
+ * takes them (idempotent, not transactional: the committer reads read_committed, which returns them too).
+ * `record(i)` gives record i; returns the bytes produced.
+ */
+export async function produceBulk(topic: string, partition: number, count: number, record: (i: number) => { key: Uint8Array | null; value: Uint8Array }): Promise<number> {
+  const producer = new RdKafka.Producer({ ...(await kafkaSettings()), 'enable.idempotence': true, dr_cb: true, 'linger.ms': 20, 'message.max.bytes': 4_000_000, 'queue.buffering.max.kbytes': 262_144 }, {});
+  await new Promise<void>((resolve, reject) => producer.connect({}, (err) => (err ? reject(err) : resolve())));
+  producer.setPollInterval(10);
+  let bytes = 0;
+  try {
+    let pending = count;
+    const done = new Promise<void>((resolve, reject) => {
+      if (pending === 0) resolve();
+      producer.on('delivery-report', (err) => {
+        if (err) reject(err);
+        else if (--pending === 0) resolve();
+      });
+    });
+    for (let i = 0; i < count; i++) {
+      const r = record(i);
+      bytes += (r.key?.byteLength ?? 0) + r.value.byteLength;
+      for (;;) {
+        try {
+          producer.produce(topic, partition, Buffer.from(r.value.buffer, r.value.byteOffset, r.value.byteLength), r.key === null ? null : Buffer.from(r.key), null);
+          break;
+        } catch (e) {
+          // The local queue is full: let deliveries drain it.
+          if (!String(e).includes('Queue full')) throw e;
+          await new Promise((res) => setTimeout(res, 20));
+        }
+      }
+    }
+    await done;
+  } finally {
+    await new Promise<void>((resolve) => producer.disconnect(() => resolve()));
+  }
+  return bytes;
+}
+
+/**
+ * One part of another connector's announcement (valid Icefloe v1, many files with column metrics), about
+ * `bytes` long, keyed `controlRecordKey(connector, 0)`: the bulk of a shared control topic.
+ */
+export function otherConnectorAnnouncement(connector: string, bytes: number): { key: Uint8Array; value: Uint8Array } {
+  const metrics = new Map(Array.from({ length: 20 }, (_, i) => [i + 1, BigInt(1_000 + i)] as [number, bigint]));
+  const bounds = new Map(Array.from({ length: 20 }, (_, i) => [i + 1, new Uint8Array(16).fill(i)] as [number, Uint8Array]));
+  const files = Array.from({ length: Math.ceil(bytes / 1_000) + 10 }, (_, i) =>
+    makeDataFile({ content: 0, filePath: `s3://elsewhere/${connector}/data/${i}.parquet`, fileFormat: 'PARQUET', specId: 0, partition: [], recordCount: 100n, fileSizeInBytes: 4096n, columnSizes: metrics, valueCounts: metrics, nullValueCounts: metrics, lowerBounds: bounds, upperBounds: bounds }),
+  );
+  const parts = encodeAnnouncement(
+    { connector, taskId: 0, cycleId: 'bulk', table: { namespace: ['elsewhere'], name: 't' }, tableUuid: '00000000-0000-4000-8000-000000000000', schemaId: 0, specId: 0, sourceSpans: [{ topic: 'elsewhere', partition: 0, firstOffset: 0n, lastOffset: 99n }], files },
+    bytes,
+  );
+  return { key: new TextEncoder().encode(controlRecordKey(connector, 0)), value: parts[0] as Uint8Array };
 }

@@ -108,7 +108,7 @@ export class ConfluentControlTopicReader implements ControlTopicReader {
             if (pending.some((p) => (reached.get(partitionKey(p)) ?? p.offset) > p.offset)) break;
             throw new RetriableError(`Kafka read-control: did not reach the last stable offset of ${[...open].join(', ')} within ${timeoutMs} ms`);
           }
-          const batch = await call<RdKafka.Message[]>('read-control', (cb) => this.#consumer.consume(Math.min(1000, maxRecords - records.length), cb));
+          const batch = await call<RdKafka.Message[]>('read-control', (cb) => this.#consumer.consume(batchSize(records.length, bytes, maxRecords, maxBytes), cb));
           for (const m of batch) {
             const r = toRawRecord(m);
             const key = partitionKey(r);
@@ -140,4 +140,17 @@ export class ConfluentControlTopicReader implements ControlTopicReader {
   async close(): Promise<void> {
     await call<unknown>('close', (cb) => this.#consumer.disconnect(cb));
   }
+}
+
+/**
+ * How many messages the next consume call may return: within the record bound, and — since one call
+ * gathers whatever arrives during its wait, which on a fast broker is far more than the prefetch queue
+ * holds — within the byte bound at the average record size seen so far (16 before any is seen). Messages
+ * past the bound would be dropped and fetched again by the next read, but would first sit in memory.
+ */
+function batchSize(records: number, bytes: number, maxRecords: number, maxBytes: number): number {
+  const byCount = Math.min(1000, maxRecords - records);
+  if (!Number.isFinite(maxBytes)) return byCount;
+  const average = records === 0 ? maxBytes / 16 : bytes / records;
+  return Math.max(1, Math.min(byCount, Math.floor((maxBytes - bytes) / Math.max(1, average))));
 }
