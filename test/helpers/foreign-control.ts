@@ -44,9 +44,9 @@ export function futureVersionRecord(connector: string): { key: Uint8Array; value
 /**
  * Produces `count` records of `recordBytes` each to partition `partition` of `topic` as fast as the broker
  * takes them (idempotent, not transactional: the committer reads read_committed, which returns them too).
- * `record(i)` gives record i; returns the bytes produced.
+ * `record(i)` gives record i (a null value is a tombstone); returns the bytes produced.
  */
-export async function produceBulk(topic: string, partition: number, count: number, record: (i: number) => { key: Uint8Array | null; value: Uint8Array }): Promise<number> {
+export async function produceBulk(topic: string, partition: number, count: number, record: (i: number) => { key: Uint8Array | null; value: Uint8Array | null }): Promise<number> {
   const producer = new RdKafka.Producer({ ...(await kafkaSettings()), 'enable.idempotence': true, dr_cb: true, 'linger.ms': 20, 'message.max.bytes': 4_000_000, 'queue.buffering.max.kbytes': 262_144 }, {});
   await new Promise<void>((resolve, reject) => producer.connect({}, (err) => (err ? reject(err) : resolve())));
   producer.setPollInterval(10);
@@ -62,10 +62,10 @@ export async function produceBulk(topic: string, partition: number, count: numbe
     });
     for (let i = 0; i < count; i++) {
       const r = record(i);
-      bytes += (r.key?.byteLength ?? 0) + r.value.byteLength;
+      bytes += (r.key?.byteLength ?? 0) + (r.value?.byteLength ?? 0);
       for (;;) {
         try {
-          producer.produce(topic, partition, Buffer.from(r.value.buffer, r.value.byteOffset, r.value.byteLength), r.key === null ? null : Buffer.from(r.key), null);
+          producer.produce(topic, partition, r.value === null ? null : Buffer.from(r.value.buffer, r.value.byteOffset, r.value.byteLength), r.key === null ? null : Buffer.from(r.key), null);
           break;
         } catch (e) {
           // The local queue is full: let deliveries drain it.
