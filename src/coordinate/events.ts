@@ -448,6 +448,8 @@ export interface ControlEnvelope {
 }
 
 const ENVELOPE_PREFIX_BYTES = 1024;
+/** Not fatal: a prefix may cut a multi-byte character (the replacement character lands past the header). */
+const prefixDecoder = new TextDecoder('utf-8');
 const ENVELOPE_RE = /^\{"format":"icefloe-control","version":"(\d+)\.(\d+)","type":"(?:[^"\\]|\\.)*","connector":("(?:[^"\\]|\\.)*")/;
 
 /** Whether `key` is `controlRecordKey(connector, n)` for some task number n. */
@@ -465,8 +467,7 @@ export function isControlKeyOf(key: Uint8Array | null, connector: string): boole
 
 /** The envelope header when `value` starts like an Icefloe control record (any version), else undefined. */
 export function controlEnvelope(value: Uint8Array): ControlEnvelope | undefined {
-  // Decoding a prefix may cut a multi-byte character: the replacement character can only land past the header.
-  const head = new TextDecoder('utf-8').decode(value.subarray(0, ENVELOPE_PREFIX_BYTES));
+  const head = prefixDecoder.decode(value.subarray(0, ENVELOPE_PREFIX_BYTES));
   const m = ENVELOPE_RE.exec(head);
   if (m === null) return undefined;
   let connector: unknown;
