@@ -77,6 +77,12 @@ const CONTROL_READ_TIMEOUT_MS = 10_000;
 /** How often the summary of ignored (not ours) control records is logged at most. */
 const IGNORED_LOG_INTERVAL_MS = 60_000;
 
+/** A stopped table and, per control partition, the offset from which it still needs the buffer. */
+interface StoppedNeeds {
+  readonly name: string;
+  readonly from: ReadonlyMap<number, bigint>;
+}
+
 /** The committer's view of the control topic, for status and metrics. */
 export interface ControlReadStatus {
   /** Records and key+value bytes read from the control topic since start (every record, ours or not). */
@@ -154,8 +160,7 @@ export class ConnectorCommitter {
     const names = [...this.tables.keys()].sort();
     const made: CommitRecord[] = [];
     const trimAt = new Map<number, bigint>();
-    const stoppedAt = new Map<number, bigint>();
-    const stoppedNames: string[] = [];
+    const stopped: StoppedNeeds[] = [];
     let keepBuffer = false;
     for (let i = 0; i < names.length; i++) {
       const name = names[i] as string;
@@ -186,15 +191,15 @@ export class ConnectorCommitter {
       const cursor = this.cursor ?? new Map<number, bigint>();
       const pending = plan !== undefined && (plan.kind === 'stopped' || plan.waiting > 0);
       // A stopped table's needs are kept apart: they are the first to go when the buffer is full.
-      const needs = plan?.kind === 'stopped' ? stoppedAt : trimAt;
-      if (plan?.kind === 'stopped') stoppedNames.push(name);
+      const needs = plan?.kind === 'stopped' ? new Map<number, bigint>() : trimAt;
+      if (plan?.kind === 'stopped') stopped.push({ name, from: needs });
       for (const [p, end] of cursor) {
         const o = pending ? (plan.positions.get(p) ?? 0n) : end;
         needs.set(p, needs.has(p) ? min(needs.get(p) as bigint, o) : o);
       }
     }
     for (const [p, end] of this.cursor ?? []) if (!trimAt.has(p)) trimAt.set(p, end);
-    if (!keepBuffer) this.trimBuffer(trimAt, stoppedAt, stoppedNames);
+    if (!keepBuffer) this.trimBuffer(trimAt, stopped);
     return made;
   }
 
@@ -289,23 +294,27 @@ export class ConnectorCommitter {
   }
 
   /**
-   * Keeps what running tables need (from `running`) and what stopped ones need (from `stopped`), unless
-   * that is over the buffer cap: then the stopped tables' records go and those tables are parked.
+   * Keeps what running tables need (from `running`, per control partition) and what stopped ones need
+   * (each from its positions), unless that is over the buffer cap: then only what running tables need is
+   * kept, and the stopped tables that lose records by it are parked (never planned again here: a plan
+   * over a buffer with a hole would skip announcements).
    */
-  private trimBuffer(running: ReadonlyMap<number, bigint>, stopped: ReadonlyMap<number, bigint>, stoppedNames: readonly string[]): void {
+  private trimBuffer(running: ReadonlyMap<number, bigint>, stopped: readonly StoppedNeeds[]): void {
     const keepAt = new Map(running);
-    for (const [p, o] of stopped) keepAt.set(p, min(keepAt.get(p) ?? o, o));
+    for (const t of stopped) for (const [p, o] of t.from) keepAt.set(p, min(keepAt.get(p) ?? o, o));
     const kept = this.buffer.filter((r) => r.offset >= (keepAt.get(r.partition) ?? 0n));
     const keptBytes = this.bytesOf(kept);
-    if (keptBytes < this.d.connector.control.bufferMaxBytes || stoppedNames.length === 0) {
+    if (keptBytes < this.d.connector.control.bufferMaxBytes || stopped.length === 0) {
       this.setBuffer(kept, keptBytes);
       return;
     }
-    const lean = this.buffer.filter((r) => r.offset >= (running.get(r.partition) ?? 0n));
-    for (const name of stoppedNames) this.parked.add(name);
+    const below = (r: ControlRecordRead): boolean => r.offset < (running.get(r.partition) ?? 0n);
+    const lean = this.buffer.filter((r) => !below(r));
+    const losing = stopped.filter((t) => this.buffer.some((r) => below(r) && r.offset >= (t.from.get(r.partition) ?? 0n))).map((t) => t.name);
+    for (const name of losing) this.parked.add(name);
     const leanBytes = this.bytesOf(lean);
     this.log.warn('control buffer full: dropped the records only stopped tables need; they resume after a restart, which reads them again from their stored positions', {
-      tables: stoppedNames,
+      tables: losing,
       droppedBytes: keptBytes - leanBytes,
       bufferMaxBytes: this.d.connector.control.bufferMaxBytes,
     });

@@ -161,3 +161,36 @@ test('while the committer is behind, the loop runs the next round at once, not a
   assert.equal(rounds, 5, 'caught up: the next round waits for the interval');
   await loop.stop();
 });
+
+test('a stopped table does not hold the buffer for the others: at the cap only it is parked, the other table commits on, each record once', async (t) => {
+  const rig = await new Rig({ partitions: 1, config: { 'iceberg.tables': 'db.orders,db.refunds', 'icefloe.control.read.max-bytes': '4096', 'icefloe.control.buffer.max-bytes': '16384' } }).init();
+  t.after(() => rig.close());
+  const first = await announce(rig, 10);
+  const lost = (await rig.storedDataFiles()).find((f) => f.includes('/refunds/'));
+  assert.ok(lost !== undefined);
+  const bytes = await rig.store.get(lost);
+  await rig.store.delete(lost);
+  const later: bigint[] = [];
+  for (let i = 0; i < 30; i++) later.push(...(await announce(rig, 10)));
+  const committer = rig.committer();
+  for (let i = 0; i < 100; i++) {
+    await committer.round();
+    assert.ok(committer.controlStatus().bufferedBytes < 16_384 + 4_096, 'bounded');
+    if (!committer.behind() && committer.controlStatus().parkedTables.length > 0) break;
+  }
+  assert.deepEqual(committer.controlStatus().parkedTables, ['db.refunds'], 'only the stopped table is parked');
+  assert.deepEqual(
+    committer.tableStatus().map((s) => [s.table, s.state]),
+    [['db.orders', 'RUNNING'], ['db.refunds', 'STOPPED']],
+  );
+  assert.deepEqual(sortCoordinates(await rig.tableCoordinates('db.orders')), expected({ 0: [...first, ...later] }), 'the running table has everything');
+  assert.deepEqual(await rig.tableCoordinates('db.refunds'), []);
+  await rig.store.put(lost, bytes);
+  const restarted = rig.committer();
+  for (let i = 0; i < 100; i++) {
+    await restarted.round();
+    if (!restarted.behind()) break;
+  }
+  assert.deepEqual(sortCoordinates(await rig.tableCoordinates('db.refunds')), expected({ 0: [...first, ...later] }), 'after a restart the parked table gets every record once');
+  assert.deepEqual(sortCoordinates(await rig.tableCoordinates('db.orders')), expected({ 0: [...first, ...later] }), 'and the other table nothing twice');
+});
