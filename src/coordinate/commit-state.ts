@@ -76,6 +76,9 @@ export interface TableCommitInput {
   /** Each control partition's log start offset, if known: a stored position below it means announcements
    *  this table never applied were deleted by retention. */
   readonly logStartOffsets?: ReadonlyMap<number, bigint>;
+  /** False while the committer catches up in bounded reads: control partitions are then read to different
+   *  depths, so a task's newer reports may lie past what was read; the commit carries the stored watermark. */
+  readonly readToEnd?: boolean;
 }
 
 export type StopCode =
@@ -512,7 +515,7 @@ function commitPlan(
   for (const [p, r] of ranges) positions.set(p, r.last + 1n);
 
   const sourceRanges = mergeSpans(included.flatMap((c) => c.announcement.sourceSpans));
-  const validThroughTs = commitWatermark(prevWatermark, included, waiting > 0, cycleCompletes);
+  const validThroughTs = commitWatermark(prevWatermark, included, waiting > 0 || input.readToEnd === false, cycleCompletes);
 
   const summary: Record<string, string> = {
     ...positionsSummary(connector, positions, input.live),

@@ -394,6 +394,7 @@ export class ConnectorCommitter {
         nowMs: this.now(),
         isFileMissing: (path) => missing.has(path),
         logStartOffsets: logStart,
+        readToEnd: !this.lagging,
       });
       if (plan.kind === 'stopped') {
         this.stop(name, plan.reason);

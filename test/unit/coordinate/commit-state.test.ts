@@ -267,6 +267,13 @@ test('watermark: idle and caught-up partitions do not hold it back; a lagging on
   const d = round(md, idleLog);
   assert.ok(d.kind === 'commit');
   assert.equal(d.validThroughTs, 5000);
+
+  // catching up in bounded reads (control partitions read to different depths): the commit lands, W stays put
+  const e = round(emptyTable(), idleLog, { readToEnd: false });
+  assert.ok(e.kind === 'commit');
+  assert.equal(e.validThroughTs, undefined);
+  const f = round(md, idleLog, { readToEnd: false });
+  assert.equal(f.kind === 'commit' ? f.validThroughTs : f.kind, 5000);
 });
 
 test('commit id: the same inputs give the same id; a restarted committer finds a commit that landed', () => {
