@@ -64,6 +64,10 @@ export interface ControlConfig {
   readonly autoCreateTopic: boolean;
   /** `iceberg.control.group-id-prefix`: the connector position C is the group `<prefix><connector>` (coordinate/connector-position.ts). */
   readonly groupIdPrefix: string;
+  /** Key and value bytes the committer reads from the control topic per round (catch-up is incremental). */
+  readonly readMaxBytes: number;
+  /** This connector's control records the committer holds in memory at most; reading pauses at the cap. */
+  readonly bufferMaxBytes: number;
   /** `iceberg.kafka.*`, layered over the worker's client settings. */
   readonly kafkaProps: Readonly<Record<string, string>>;
 }
@@ -238,6 +242,11 @@ function controlConfig(p: ParsedConfig): ControlConfig {
   if (retention !== -1 && retention > 0 && intervalMs > 0 && retention < 10 * intervalMs) {
     p.addError('icefloe.control.topic.retention-ms', invalidMessage('icefloe.control.topic.retention-ms', String(retention), `Must be at least 10 × iceberg.control.commit.interval-ms (${10 * intervalMs}): unapplied announcements must outlive a committer outage`));
   }
+  const readMaxBytes = n(p, 'icefloe.control.read.max-bytes');
+  const bufferMaxBytes = n(p, 'icefloe.control.buffer.max-bytes');
+  if (bufferMaxBytes < readMaxBytes) {
+    p.addError('icefloe.control.buffer.max-bytes', invalidMessage('icefloe.control.buffer.max-bytes', String(bufferMaxBytes), `Must be at least icefloe.control.read.max-bytes (${readMaxBytes}): one round's read must fit the buffer`));
+  }
   return Object.freeze({
     topic: p.string('iceberg.control.topic') ?? '',
     commitIntervalMs: intervalMs,
@@ -247,6 +256,8 @@ function controlConfig(p: ParsedConfig): ControlConfig {
     topicRetentionMs: retention,
     autoCreateTopic: b(p, 'icefloe.control.topic.auto-create'),
     groupIdPrefix: p.string('iceberg.control.group-id-prefix') ?? 'cg-control-',
+    readMaxBytes,
+    bufferMaxBytes,
     kafkaProps: p.prefixed('iceberg.kafka.'),
   });
 }

@@ -192,18 +192,28 @@ export interface RecordProducer {
 export interface ControlRead {
   /** In offset order within each partition; partitions interleave in no particular order. */
   readonly records: RawRecord[];
-  /** Per partition, where this read stopped: the last stable offset it read up to (exclusive). */
+  /** Per partition, where this read stopped (exclusive): the last stable offset, or just past the last record returned. */
   readonly endOffsets: readonly TopicPartitionOffset[];
+}
+
+/** Bounds of one control read: it stops at whichever is reached first and reports where it stopped. */
+export interface ControlReadOptions {
+  /** Time budget: a read that made progress returns what it has; one that made none fails (retriable). */
+  readonly timeoutMs?: number;
+  readonly maxRecords?: number;
+  /** Key and value bytes; the record that crosses the limit is still returned (a read always progresses). */
+  readonly maxBytes?: number;
 }
 
 /**
  * The committer's reader: `isolation.level=read_committed` (aborted and open transactions are never
  * returned), `auto.offset.reset=error` (a start position outside the log is a `FatalError`, never a
  * silent jump). `read` returns every committed record from each start position up to the partition's
- * last stable offset as of the call.
+ * last stable offset as of the call, or a prefix of them when a bound of `options` is reached first
+ * (then `endOffsets` is just past the last record returned for that partition: the next read starts there).
  */
 export interface ControlTopicReader {
-  read(from: readonly TopicPartitionOffset[], options?: { readonly timeoutMs?: number; readonly maxRecords?: number }): Promise<ControlRead>;
+  read(from: readonly TopicPartitionOffset[], options?: ControlReadOptions): Promise<ControlRead>;
   close(): Promise<void>;
 }
 

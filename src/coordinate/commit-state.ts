@@ -40,7 +40,7 @@ import type { DataFile } from '../iceberg/data-file.ts';
 import type { TableMetadata } from '../iceberg/metadata.ts';
 import { commitIdPrefix, positionsSummary, sourceOffsetsKey, VALID_THROUGH_TS_KEY } from './control-positions.ts';
 import type { ControlIdentity, ControlPositions, PositionsRead } from './control-positions.ts';
-import { decodeControlEvent, reassembleAnnouncement, sameTable, tableRefString } from './events.ts';
+import { decodeControlEvent, isUnsupportedControlVersion, reassembleAnnouncement, sameTable, tableRefString } from './events.ts';
 import type { Announcement, AnnouncementPart, ControlEvent, CycleComplete, SourceSpan, TableRef } from './events.ts';
 import { commitWatermark, sourceKey } from './watermark.ts';
 import { positionRules } from './connector-position.ts';
@@ -48,21 +48,25 @@ import { checkSourceOverlap, decodeSourceApplied, encodeSourceApplied, sourceApp
 import type { SourceApplied } from './source-applied.ts';
 import type { ConnectorPositions } from './connector-position.ts';
 
-/** One record read from the control topic (read_committed), decoded or not. */
+/**
+ * One record of this connector read from the control topic (read_committed), decoded or not. The
+ * committer hands the planner only records that are this connector's (events.ts `classifyControlRecord`):
+ * another connector's or another product's records never get here, so an error here is always ours.
+ */
 export type ControlRecordRead = {
   readonly partition: number;
   readonly offset: bigint;
   /** The Kafka record timestamp (ms), for the retention alarm. */
   readonly timestampMs?: number;
-} & ({ readonly event: ControlEvent } | { readonly error: string });
+} & ({ readonly event: ControlEvent } | { readonly error: string; readonly unsupportedVersion?: boolean });
 
-/** Decodes a record value; a value that cannot be decoded is kept as an error (it stops every table). */
+/** Decodes a record value of this connector; one that cannot be decoded is kept as an error (it stops this connector's tables). */
 export function readControlRecord(partition: number, offset: bigint, value: Uint8Array, timestampMs?: number): ControlRecordRead {
   const at = { partition, offset, ...(timestampMs === undefined ? {} : { timestampMs }) };
   try {
     return { ...at, event: decodeControlEvent(value) };
   } catch (e) {
-    return { ...at, error: e instanceof Error ? e.message : String(e) };
+    return { ...at, error: e instanceof Error ? e.message : String(e), ...(isUnsupportedControlVersion(value) ? { unsupportedVersion: true } : {}) };
   }
 }
 
@@ -86,6 +90,9 @@ export interface TableCommitInput {
   readonly connectorPositions?: ConnectorPositions;
   /** What this committer saw applied to the table earlier in its life (live rollback detection). */
   readonly appliedBefore?: { readonly tableUuid: string; readonly positions: ControlPositions };
+  /** False while the committer catches up in bounded reads: control partitions are then read to different
+   *  depths, so a task's newer reports may lie past what was read; the commit carries the stored watermark. */
+  readonly readToEnd?: boolean;
 }
 
 export type StopCode =
@@ -98,6 +105,7 @@ export type StopCode =
   | 'commit-failed'
   | 'source-overlap'
   | 'undecodable-event'
+  | 'unsupported-control-version'
   | 'table-uuid-mismatch'
   | 'unknown-schema'
   | 'unknown-partition-spec'
@@ -399,12 +407,13 @@ function groupAnnouncements(
     const open = new Map<string, Group>();
     for (const r of list) {
       if ('error' in r) {
-        blockers.push({
-          partition,
-          offset: r.offset,
-          kind: 'stop',
-          reason: stop('undecodable-event', `${tableName}: control record ${partition}@${r.offset} cannot be decoded (it may be an announcement for this table): ${r.error}`, { partition, offset: r.offset }),
-        });
+        // Only this connector's records reach the planner, so this one may be an announcement for this table:
+        // never skipped. A newer major version names the fix (upgrade this worker) apart from corruption.
+        const reason =
+          r.unsupportedVersion === true
+            ? stop('unsupported-control-version', `${tableName}: control record ${partition}@${r.offset} of this connector was written by a newer Icefloe (unknown control event version); upgrade this worker: ${r.error}`, { partition, offset: r.offset })
+            : stop('undecodable-event', `${tableName}: control record ${partition}@${r.offset} of this connector cannot be decoded (it may be an announcement for this table): ${r.error}`, { partition, offset: r.offset });
+        blockers.push({ partition, offset: r.offset, kind: 'stop', reason });
         continue;
       }
       const e = r.event;
@@ -591,7 +600,7 @@ function commitPlan(
   for (const [p, r] of ranges) positions.set(p, r.last + 1n);
 
   const sourceRanges = mergeSpans(source.kept.flatMap((c) => c.announcement.sourceSpans));
-  const validThroughTs = commitWatermark(prevWatermark, included, waiting > 0, cycleCompletes);
+  const validThroughTs = commitWatermark(prevWatermark, included, waiting > 0 || input.readToEnd === false, cycleCompletes);
 
   const summary: Record<string, string> = {
     ...positionsSummary(connector, positions, input.live),

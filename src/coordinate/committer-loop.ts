@@ -1,6 +1,7 @@
 /**
- * When a connector's committer runs its rounds: every commit interval, and soon after any task of the
- * connector announced (so freshness is one task cycle plus one catalog commit, not two intervals).
+ * When a connector's committer runs its rounds: every commit interval, soon after any task of the
+ * connector announced (so freshness is one task cycle plus one catalog commit, not two intervals), and
+ * right after a round that is still catching up on a control-topic backlog.
  * `stop()` ends the loop and runs one last round, so the tasks' final cycles (committed when they left
  * the group) become snapshots before the process exits.
  *
@@ -14,6 +15,8 @@ import type { BackoffBounds } from '../core/retry.ts';
 /** What the loop drives (ConnectorCommitter). */
 export interface CommitRounds {
   round(): Promise<unknown>;
+  /** The round read a bounded step of a backlog: the next round follows at once, not an interval later. */
+  behind?(): boolean;
 }
 
 export interface CommitterLoopOptions {
@@ -83,6 +86,7 @@ export class CommitterLoop {
       try {
         await this.committer.round();
         this.backoff.reset();
+        if (this.committer.behind?.() === true) this.wokenMeanwhile = true;
       } catch (e) {
         const delay = this.backoff.next();
         this.o.log.warn('committer round failed; retrying', { error: errorMessage(e), consecutive: this.backoff.count, retryInMs: delay });

@@ -20,6 +20,14 @@
  * version is a `FatalError` (the committer stops rather than misread an announcement and skip or double
  * its files).
  *
+ * Sharing the control topic (`classifyControlRecord`): the envelope every version keeps is the record key
+ * `controlRecordKey(connector, task)` plus a JSON object whose first members are `format`, `version`,
+ * `type`, `connector` in that order. A record is this connector's when its key is one of this connector's
+ * keys, or when its envelope names this connector; only such a record is decoded, and only it can stop
+ * this connector's tables (unknown major version, or malformed). Every other record — another connector's
+ * announcement of any version, another product's event (the Apache sink's Avro control events), garbage,
+ * a tombstone — is not ours: the committer ignores and counts it.
+ *
  * Splitting: an announcement whose encoding exceeds the record byte limit (the broker's / topic's
  * `max.message.bytes` minus headroom for the record envelope) is split into parts 0..n-1 of the same
  * announcement; each part repeats the header and carries a slice of the source spans and files. Producer
@@ -420,6 +428,87 @@ export function decodeControlEvent(bytes: Uint8Array): ControlEvent {
     };
   }
   throw bad('record', `unknown event type ${JSON.stringify(String(type))}`);
+}
+
+/** How the committer treats one record of a (possibly shared) control topic; see "Sharing" above. */
+export type ControlRecordClass =
+  | { readonly kind: 'ours'; readonly event: ControlEvent }
+  /** This connector's record that cannot be read: it stops this connector's tables (never skipped). */
+  | { readonly kind: 'ours-unreadable'; readonly code: 'unsupported-version' | 'malformed'; readonly error: string }
+  /** An Icefloe record of another connector (any version): not decoded, ignored. */
+  | { readonly kind: 'other-connector' }
+  /** Not an Icefloe record (another product, garbage, a tombstone): ignored. */
+  | { readonly kind: 'foreign' };
+
+/** The header of an Icefloe envelope, read from the first bytes without decoding the rest. */
+export interface ControlEnvelope {
+  readonly major: number;
+  readonly minor: number;
+  readonly connector: string;
+}
+
+const ENVELOPE_PREFIX_BYTES = 1024;
+/** Not fatal: a prefix may cut a multi-byte character (the replacement character lands past the header). */
+const prefixDecoder = new TextDecoder('utf-8');
+const ENVELOPE_RE = /^\{"format":"icefloe-control","version":"(\d+)\.(\d+)","type":"(?:[^"\\]|\\.)*","connector":("(?:[^"\\]|\\.)*")/;
+
+/** Whether `key` is `controlRecordKey(connector, n)` for some task number n. */
+export function isControlKeyOf(key: Uint8Array | null, connector: string): boolean {
+  if (key === null) return false;
+  let text: string;
+  try {
+    text = utf8Decoder.decode(key);
+  } catch {
+    return false;
+  }
+  const prefix = `${connector}/`;
+  return text.startsWith(prefix) && /^\d+$/.test(text.slice(prefix.length));
+}
+
+/** The envelope header when `value` starts like an Icefloe control record (any version), else undefined. */
+export function controlEnvelope(value: Uint8Array): ControlEnvelope | undefined {
+  const head = prefixDecoder.decode(value.subarray(0, ENVELOPE_PREFIX_BYTES));
+  const m = ENVELOPE_RE.exec(head);
+  if (m === null) return undefined;
+  let connector: unknown;
+  try {
+    connector = JSON.parse(m[3] as string);
+  } catch {
+    return undefined;
+  }
+  return typeof connector === 'string' ? { major: Number(m[1]), minor: Number(m[2]), connector } : undefined;
+}
+
+/**
+ * Sorts one control record for `connector`'s committer. Only records that are ours (by key or by
+ * envelope) are decoded, so a shared topic's foreign traffic costs a key comparison and a short regex,
+ * never a full parse. An unreadable record of ours is `unsupported-version` when its JSON says
+ * `"format":"icefloe-control"` with another major version, else `malformed`.
+ */
+export function classifyControlRecord(connector: string, key: Uint8Array | null, value: Uint8Array | null): ControlRecordClass {
+  if (value === null) return { kind: 'foreign' };
+  const envelope = controlEnvelope(value);
+  if (!isControlKeyOf(key, connector) && envelope?.connector !== connector) return envelope === undefined ? { kind: 'foreign' } : { kind: 'other-connector' };
+  try {
+    return { kind: 'ours', event: decodeControlEvent(value) };
+  } catch (e) {
+    const error = e instanceof Error ? e.message : String(e);
+    return { kind: 'ours-unreadable', code: isUnsupportedControlVersion(value) ? 'unsupported-version' : 'malformed', error };
+  }
+}
+
+/** A JSON object with `"format":"icefloe-control"` and a version whose major this reader does not know. */
+export function isUnsupportedControlVersion(value: Uint8Array): boolean {
+  let doc: unknown;
+  try {
+    doc = parseJson(utf8Decoder.decode(value));
+  } catch {
+    return false;
+  }
+  if (typeof doc !== 'object' || doc === null || Array.isArray(doc)) return false;
+  const o = doc as Obj;
+  const m = typeof o['version'] === 'string' ? /^(\d+)\.(\d+)$/.exec(o['version']) : null;
+  return o['format'] === CONTROL_FORMAT && m !== null && Number(m[1]) !== CONTROL_VERSION_MAJOR;
 }
 
 function failStr(what: string): never {

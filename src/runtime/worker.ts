@@ -62,11 +62,12 @@ export class StandaloneWorker {
     log.info('connector started', { tasks: connector.tasksMax, config: connector.redacted() });
   }
 
-  status(): { name: string; tasks: { id: number; state: string; trace?: string }[]; tables: ReturnType<ConnectorCommitter['tableStatus']> }[] {
+  status(): { name: string; tasks: { id: number; state: string; trace?: string }[]; tables: ReturnType<ConnectorCommitter['tableStatus']>; control: ReturnType<ConnectorCommitter['controlStatus']> }[] {
     return [...this.connectors.values()].map((c) => ({
       name: c.config.name,
       tasks: c.tasks.map((t) => ({ id: t.taskId, ...t.state() })),
       tables: c.committer.tableStatus(),
+      control: c.committer.controlStatus(),
     }));
   }
 

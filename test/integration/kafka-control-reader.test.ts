@@ -1,7 +1,7 @@
 /**
  * The committer's Kafka side against the stack's broker: ControlTopicReader reads from given positions up
  * to the last stable offset and never returns aborted or open transactions' records, refuses a position
- * outside the log; the admin adapter creates topics idempotently and reports the cluster id (checked
+ * outside the log, reads a byte-bounded prefix when asked; the admin adapter creates topics idempotently and reports the cluster id (checked
  * against the broker's own meta.properties), the topic id (new when a topic is recreated) and watermarks.
  */
 import { test } from 'node:test';
@@ -10,7 +10,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { ConfluentControlTopicReader, ConfluentKafkaAdmin, ConfluentTransactionalProducer } from '../../src/consume/confluent/index.ts';
 import { FatalError } from '../../src/core/errors.ts';
-import { kafkaSettings, readUntil, text, unique, withTopics } from '../helpers/kafka.ts';
+import { kafkaSettings, produce, readUntil, text, unique, withTopics } from '../helpers/kafka.ts';
 import { stackEndpoints } from '../helpers/stack.ts';
 
 const utf8 = (s: string): Uint8Array => new TextEncoder().encode(s);
@@ -131,4 +131,29 @@ test('admin: create-if-absent, cluster id, topic id (new on recreate), watermark
     await new Promise((r) => setTimeout(r, 250));
   }
   assert.notEqual(await admin.topicId(topic), id1);
+});
+
+test('ControlTopicReader: a byte-bounded read returns a prefix and where it stopped; reads from there cover the log once', async (t) => {
+  const control = unique('ctl-bounded');
+  await withTopics(t, [{ name: control, partitions: 1 }]);
+  const value = 'x'.repeat(10_000);
+  await produce(Array.from({ length: 60 }, (_, i) => ({ topic: control, partition: 0, key: `k${i}`, value: `${i}:${value}` })));
+  const reader = await ConfluentControlTopicReader.connect({ settings: await kafkaSettings() });
+  t.after(() => reader.close());
+  let at = 0n;
+  const seen: bigint[] = [];
+  let reads = 0;
+  while (at < 60n && reads < 100) {
+    const got = await reader.read([{ topic: control, partition: 0, offset: at }], { maxBytes: 50_000 });
+    reads++;
+    const bytes = got.records.reduce((n, r) => n + (r.key?.byteLength ?? 0) + (r.value?.byteLength ?? 0), 0);
+    assert.ok(got.records.length >= 1, 'a read always progresses');
+    assert.ok(bytes < 50_000 + 10_100, `within the bound plus the record crossing it: ${bytes}`);
+    seen.push(...got.records.map((r) => r.offset));
+    const end = got.endOffsets[0]?.offset ?? at;
+    assert.equal(end, (got.records.at(-1)?.offset ?? at - 1n) + 1n, 'stops just past the last record returned');
+    at = end;
+  }
+  assert.ok(reads >= 12, `bounded reads (${reads})`);
+  assert.deepEqual(seen, Array.from({ length: 60 }, (_, i) => BigInt(i)), 'every record once, in order');
 });

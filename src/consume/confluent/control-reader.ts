@@ -5,7 +5,8 @@
  * A read first takes each partition's log start offset and last stable offset (ListOffsets, READ_COMMITTED),
  * checks the start positions against the log (a position below the log start or past the high watermark
  * is a FatalError: announcements were lost or the topic was recreated), then reads until every partition
- * reached the LSO taken at the start. Records at or past that LSO are not returned, so a read is a
+ * reached the LSO taken at the start — or a bound (records, bytes, time) is reached: then it returns the
+ * prefix it read and where each partition stopped (the committer catches up over several rounds). Records at or past that LSO are not returned, so a read is a
  * consistent prefix even while tasks keep committing. Transaction markers occupy offsets without
  * records, so "reached" is decided by librdkafka's EOF event (its fetch position reached the LSO) or by a
  * record at LSO-1.
@@ -16,7 +17,7 @@
 import { randomUUID } from 'node:crypto';
 import { FatalError, RetriableError } from '../../core/errors.ts';
 import { partitionKey } from '../port.ts';
-import type { ControlRead, ControlTopicReader, RawRecord, TopicPartitionOffset } from '../port.ts';
+import type { ControlRead, ControlReadOptions, ControlTopicReader, RawRecord, TopicPartitionOffset } from '../port.ts';
 import { RdKafka, call, sync, toRawRecord } from './internal.ts';
 import type { KafkaConsumerClient } from './internal.ts';
 import { controlReaderConfig, offsetFromNumber, offsetToNumber, splitTopicConfig } from './settings.ts';
@@ -64,9 +65,10 @@ export class ConfluentControlTopicReader implements ControlTopicReader {
     return out;
   }
 
-  async read(from: readonly TopicPartitionOffset[], options: { readonly timeoutMs?: number; readonly maxRecords?: number } = {}): Promise<ControlRead> {
+  async read(from: readonly TopicPartitionOffset[], options: ControlReadOptions = {}): Promise<ControlRead> {
     const timeoutMs = options.timeoutMs ?? 30_000;
     const maxRecords = options.maxRecords ?? Number.POSITIVE_INFINITY;
+    const maxBytes = options.maxBytes ?? Number.POSITIVE_INFINITY;
     if (from.length === 0) return { records: [], endOffsets: [] };
     const [start, high, stable] = await Promise.all([
       this.offsets(from, RdKafka.OffsetSpec.EARLIEST, RdKafka.IsolationLevel.READ_UNCOMMITTED),
@@ -97,21 +99,26 @@ export class ConfluentControlTopicReader implements ControlTopicReader {
       try {
         const deadline = Date.now() + timeoutMs;
         const open = new Set(pending.map(partitionKey));
+        let bytes = 0;
         this.#consumer.setDefaultConsumeTimeout(100);
-        while (open.size > 0 && records.length < maxRecords) {
+        while (open.size > 0 && records.length < maxRecords && bytes < maxBytes) {
           if (Date.now() > deadline) {
+            // A bounded read that got somewhere returns its prefix (the next read goes on from there);
+            // one that got nowhere is a stuck reader and says so.
+            if (pending.some((p) => (reached.get(partitionKey(p)) ?? p.offset) > p.offset)) break;
             throw new RetriableError(`Kafka read-control: did not reach the last stable offset of ${[...open].join(', ')} within ${timeoutMs} ms`);
           }
-          const batch = await call<RdKafka.Message[]>('read-control', (cb) => this.#consumer.consume(Math.min(1000, maxRecords - records.length), cb));
+          const batch = await call<RdKafka.Message[]>('read-control', (cb) => this.#consumer.consume(batchSize(records.length, bytes, maxRecords, maxBytes), cb));
           for (const m of batch) {
             const r = toRawRecord(m);
             const key = partitionKey(r);
             const end = target.get(key);
             if (end === undefined || !open.has(key) || r.offset >= end) continue;
             records.push(r);
+            bytes += (r.key?.byteLength ?? 0) + (r.value?.byteLength ?? 0);
             reached.set(key, r.offset + 1n);
             if (r.offset + 1n >= end) open.delete(key);
-            if (records.length >= maxRecords) break;
+            if (records.length >= maxRecords || bytes >= maxBytes) break;
           }
           for (const key of [...open]) {
             const eofAt = this.#eof.get(key);
@@ -133,4 +140,17 @@ export class ConfluentControlTopicReader implements ControlTopicReader {
   async close(): Promise<void> {
     await call<unknown>('close', (cb) => this.#consumer.disconnect(cb));
   }
+}
+
+/**
+ * How many messages the next consume call may return: within the record bound, and — since one call
+ * gathers whatever arrives during its wait, which on a fast broker is far more than the prefetch queue
+ * holds — within the byte bound at the average record size seen so far (16 before any is seen). Messages
+ * past the bound would be dropped and fetched again by the next read, but would first sit in memory.
+ */
+function batchSize(records: number, bytes: number, maxRecords: number, maxBytes: number): number {
+  const byCount = Math.min(1000, maxRecords - records);
+  if (!Number.isFinite(maxBytes)) return byCount;
+  const average = records === 0 ? maxBytes / 16 : bytes / records;
+  return Math.max(1, Math.min(byCount, Math.floor((maxBytes - bytes) / Math.max(1, average))));
 }

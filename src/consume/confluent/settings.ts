@@ -69,6 +69,9 @@ export function controlReaderConfig(base: ClientSettings, readerGroupId: string)
   enforce(out, 'isolation.level', 'read_committed', 'aborted or open announcements must never be applied');
   enforce(out, 'auto.offset.reset', 'error', 'a stored position outside the log must stop the committer, never jump');
   out['enable.partition.eof'] = 'true';
+  // librdkafka prefetches up to 64 MiB by default; the committer reads a bounded amount per round
+  // (icefloe.control.read.max-bytes), so a smaller prefetch keeps the reader's native memory bounded too.
+  out['queued.max.messages.kbytes'] ??= '16384';
   return out;
 }
 

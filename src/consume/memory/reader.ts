@@ -3,13 +3,14 @@
  * confluent reader, a read first checks every start position against its log (below the log start or
  * past the high watermark is a `FatalError`: announcements were deleted or the topic recreated), then
  * returns every committed record from each position up to the partition's last stable offset as of the
- * call, and reports where it stopped: the LSO, or just past the last record when `maxRecords` ran out.
+ * call, and reports where it stopped: the LSO, or just past the last record when `maxRecords` or
+ * `maxBytes` ran out.
  *
  * Owns: one reader. Must not: remember positions between reads.
  */
 import { FatalError, RetriableError } from '../../core/errors.ts';
 import { partitionKey } from '../port.ts';
-import type { ControlRead, ControlTopicReader, RawRecord, TopicPartitionOffset } from '../port.ts';
+import type { ControlRead, ControlReadOptions, ControlTopicReader, RawRecord, TopicPartitionOffset } from '../port.ts';
 import { stateError } from './broker.ts';
 import type { Broker } from './broker.ts';
 import { rejectCall } from './faults.ts';
@@ -31,19 +32,29 @@ export class MemoryControlTopicReader implements ControlTopicReader {
     this.#broker.faults.add(this.name, operation, fault instanceof Error ? rejectCall(fault) : fault);
   }
 
-  read(from: readonly TopicPartitionOffset[], options: { readonly timeoutMs?: number; readonly maxRecords?: number } = {}): Promise<ControlRead> {
+  read(from: readonly TopicPartitionOffset[], options: ControlReadOptions = {}): Promise<ControlRead> {
     return this.#broker.faults.around(this.name, 'read', () => {
       if (this.#closed) throw stateError('read-control', 'the reader is closed');
       const logs = from.map((p) => this.#checked(p));
       let budget = options.maxRecords ?? Number.POSITIVE_INFINITY;
+      let bytesLeft = options.maxBytes ?? Number.POSITIVE_INFINITY;
       const records: RawRecord[] = [];
       const endOffsets = from.map((p, i) => {
         const log = logs[i] as PartitionLog;
-        if (budget <= 0 || p.offset >= log.lastStable) return { topic: p.topic, partition: p.partition, offset: p.offset };
+        if (budget <= 0 || bytesLeft <= 0 || p.offset >= log.lastStable) return { topic: p.topic, partition: p.partition, offset: p.offset };
         const got = log.readCommitted(p.offset, budget);
-        records.push(...got.records);
-        budget -= got.records.length;
-        return { topic: p.topic, partition: p.partition, offset: got.next };
+        // The byte bound cuts after the record that crosses it; the next read starts just past that record.
+        let next = got.next;
+        for (const r of got.records) {
+          records.push(r);
+          budget -= 1;
+          bytesLeft -= (r.key?.byteLength ?? 0) + (r.value?.byteLength ?? 0);
+          if (bytesLeft <= 0) {
+            next = r.offset + 1n;
+            break;
+          }
+        }
+        return { topic: p.topic, partition: p.partition, offset: next };
       });
       return { records, endOffsets };
     });

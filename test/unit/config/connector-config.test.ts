@@ -271,6 +271,17 @@ test('icefloe keys: commit triggers, metadata columns, control topic', () => {
   assert.match(errs['icefloe.control.topic.retention-ms']?.[0] ?? '', /at least 10 × iceberg.control.commit.interval-ms/);
 });
 
+test('icefloe control read and buffer bounds: defaults, typed values, the buffer must hold one round', () => {
+  const d = parseConnectorConfig(BASE);
+  assert.deepEqual([d.control.readMaxBytes, d.control.bufferMaxBytes], [16 * 1024 * 1024, 64 * 1024 * 1024]);
+  const c = parseConnectorConfig({ ...BASE, 'icefloe.control.read.max-bytes': '1048576', 'icefloe.control.buffer.max-bytes': '2097152' });
+  assert.deepEqual([c.control.readMaxBytes, c.control.bufferMaxBytes], [1048576, 2097152]);
+  const errs = errorsOf({ ...BASE, 'icefloe.control.read.max-bytes': '4096', 'icefloe.control.buffer.max-bytes': '2048' });
+  assert.deepEqual(Object.keys(errs), ['icefloe.control.buffer.max-bytes']);
+  assert.match(errs['icefloe.control.buffer.max-bytes']?.[0] ?? '', /at least icefloe.control.read.max-bytes \(4096\)/);
+  assert.deepEqual(Object.keys(errorsOf({ ...BASE, 'icefloe.control.read.max-bytes': '10' })), ['icefloe.control.read.max-bytes']);
+});
+
 test('catalog: types rest, sql and jdbc; S3 settings typed; secrets wrapped', () => {
   const c = parseConnectorConfig({
     ...BASE,

@@ -182,9 +182,15 @@ test('table UUID differs, a file reported missing, a file announced twice, an un
   const d = round(emptyTable(), dup);
   assert.equal(d.kind === 'stopped' ? d.reason.code : d.kind, 'duplicate-file');
 
-  const junk = [readControlRecord(0, 0n, new TextEncoder().encode('{"format":"icefloe-control","version":"2.0"}'))];
+  const junk = [readControlRecord(0, 0n, new TextEncoder().encode('{"format":"icefloe-control","version":"1.0","type":"announcement"}'))];
   const j = plan(emptyTable(), junk);
   assert.equal(j.kind === 'stopped' ? j.reason.code : j.kind, 'undecodable-event');
+
+  // A record of this connector from a newer major version: stops with the reason that names the fix.
+  const future = [readControlRecord(0, 0n, new TextEncoder().encode('{"format":"icefloe-control","version":"2.0"}'))];
+  const f = plan(emptyTable(), future);
+  assert.equal(f.kind === 'stopped' ? f.reason.code : f.kind, 'unsupported-control-version');
+  assert.match(f.kind === 'stopped' ? f.reason.message : '', /newer Icefloe.*upgrade this worker/);
 
   const spec = new ControlLog(1);
   spec.transaction(0, [announcement(0, 'c1', [file('a')], [], { specId: 4 })]);
@@ -262,6 +268,13 @@ test('watermark: idle and caught-up partitions do not hold it back; a lagging on
   const d = round(md, idleLog);
   assert.ok(d.kind === 'commit');
   assert.equal(d.validThroughTs, 5000);
+
+  // catching up in bounded reads (control partitions read to different depths): the commit lands, W stays put
+  const e = round(emptyTable(), idleLog, { readToEnd: false });
+  assert.ok(e.kind === 'commit');
+  assert.equal(e.validThroughTs, undefined);
+  const f = round(md, idleLog, { readToEnd: false });
+  assert.equal(f.kind === 'commit' ? f.validThroughTs : f.kind, 5000);
 });
 
 test('commit id: the same inputs give the same id; a restarted committer finds a commit that landed', () => {

@@ -172,8 +172,8 @@ export class Rig {
   }
 
   /** The data files of the table's current snapshot. */
-  async tableFiles(): Promise<string[]> {
-    const md = (await this.catalog.loadTable(parseIdentifier(TABLE))).metadata;
+  async tableFiles(table: string = TABLE): Promise<string[]> {
+    const md = (await this.catalog.loadTable(parseIdentifier(table))).metadata;
     const snap = md.snapshots.find((s) => s.snapshotId === md.currentSnapshotId);
     if (snap === undefined) return [];
     const out: string[] = [];
@@ -184,10 +184,10 @@ export class Rig {
   }
 
   /** Every row of the table's current snapshot as `partition/offset`, in file order. */
-  async tableCoordinates(): Promise<string[]> {
-    const schema = currentSchema((await this.catalog.loadTable(parseIdentifier(TABLE))).metadata);
+  async tableCoordinates(table: string = TABLE): Promise<string[]> {
+    const schema = currentSchema((await this.catalog.loadTable(parseIdentifier(table))).metadata);
     const out: string[] = [];
-    for (const path of await this.tableFiles()) {
+    for (const path of await this.tableFiles(table)) {
       const { rows } = await readBack(await this.store.get(path), schema);
       for (const r of rows) out.push(`${String(r['_kafka_metadata_partition'])}/${String(r['_kafka_metadata_offset'])}`);
     }
