@@ -26,7 +26,7 @@ import { randomUUID } from 'node:crypto';
 import type { CrashPoints } from '../core/crash-points.ts';
 import { errorMessage, IcefloeError, RetriableError } from '../core/errors.ts';
 import type { Logger } from '../core/log.ts';
-import { isFenced, partitionKey } from '../consume/port.ts';
+import { isCallTimedOut, isFenced, partitionKey } from '../consume/port.ts';
 import type { KafkaSource, OutgoingRecord, RawRecord, TopicPartition, TopicPartitionOffset, TransactionalProducer } from '../consume/port.ts';
 import type { DataFile } from '../iceberg/data-file.ts';
 import type { ObjectStore } from '../upload/port.ts';
@@ -82,6 +82,8 @@ export interface ChannelMetrics {
   cyclesAborted: number;
   filesAnnounced: number;
   lastCycleMs: number;
+  /** Transactional calls (commit, abort) that timed out and were called again to resume them. */
+  callsResumed: number;
 }
 
 interface PartitionState {
@@ -99,7 +101,7 @@ interface PartitionState {
 const DEFAULT_MAX_CONTROL_RECORD_BYTES = 900 * 1024;
 
 export class TaskChannel {
-  readonly metrics: ChannelMetrics = { cyclesCommitted: 0, cyclesAborted: 0, filesAnnounced: 0, lastCycleMs: 0 };
+  readonly metrics: ChannelMetrics = { cyclesCommitted: 0, cyclesAborted: 0, filesAnnounced: 0, lastCycleMs: 0, callsResumed: 0 };
   private readonly d: TaskChannelDeps;
   private readonly incarnation = randomUUID().slice(0, 8);
   private readonly partitions = new Map<string, PartitionState>();
@@ -209,7 +211,13 @@ export class TaskChannel {
     }
     const tables = await this.d.writer.complete();
     this.d.crash.reach('task.after-upload');
-    await this.fetchCommitted();
+    try {
+      await this.fetchCommitted();
+    } catch (e) {
+      // The transaction never began: the files can never be announced (the retry writes new ones).
+      await this.deleteFiles(tables.flatMap((t) => t.files.map((f) => f.filePath)));
+      throw e;
+    }
     const cycleId = `${this.incarnation}-${++this.cycleCounter}`;
     const { assignments, offsets } = this.positions();
     const records = [...this.announcements(tables, cycleId), this.cycleComplete(cycleId, assignments)];
@@ -248,7 +256,9 @@ export class TaskChannel {
       if (next === undefined) continue;
       const high = this.d.source.highWatermark(p);
       assignments.push({ topic: p.topic, partition: p.partition, nextOffset: next, ...(p.maxTs === undefined ? {} : { maxTimestampMs: p.maxTs }), caughtUp: high !== null && next >= high });
-      if (p.next !== undefined && p.next !== p.committed) offsets.push({ topic: p.topic, partition: p.partition, offset: p.next });
+      // Every partition, moved or not: an unmoved one re-commits its committed offset, which changes
+      // nothing for a current member but makes the group coordinator check our generation (KIP-447).
+      offsets.push({ topic: p.topic, partition: p.partition, offset: next });
     }
     return { assignments, offsets };
   }
@@ -271,19 +281,39 @@ export class TaskChannel {
     return { topic: controlTopic, key: controlRecordKey(connector, taskId), value };
   }
 
-  /** The cycle's one transaction; on failure aborts it when it can and deletes the files only then. */
+  /**
+   * The cycle's one transaction; on failure aborts it when it can and deletes the files only then.
+   *
+   * The zombie fence (KIP-447): the transaction always carries the offsets of every assigned partition
+   * with the consumer's group metadata, so the group coordinator checks our member id and generation in
+   * every cycle that announces — also when no offset moved (another member may have committed the same
+   * next offset while we were frozen: without the check our late announcement would commit).
+   */
   private async transact(records: readonly OutgoingRecord[], offsets: readonly TopicPartitionOffset[], tables: readonly CycleTableFiles[]): Promise<void> {
     const { producer, source } = this.d;
-    await producer.beginTransaction();
+    const files = tables.flatMap((t) => t.files.map((f) => f.filePath));
+    if (offsets.length === 0 && records.length > 1) {
+      // Announcements without a partition to fence with cannot happen (records handled have offsets);
+      // committing them unchecked could apply a zombie's files, so refuse rather than skip the check.
+      await this.deleteFiles(files);
+      throw new RetriableError('commit cycle has announcements but no source offsets to check the group generation with');
+    }
+    try {
+      await producer.beginTransaction();
+    } catch (e) {
+      // Never begun: nothing of the cycle can be announced, so its files go now (else every retry leaks them).
+      await this.deleteFiles(files);
+      throw asIcefloe(e);
+    }
     try {
       await producer.send(records);
       if (offsets.length > 0) await producer.sendOffsetsToTransaction(offsets, source.groupMetadata());
       this.d.crash.reach('task.in-transaction');
-      await producer.commitTransaction();
+      await this.resume('commitTransaction', () => producer.commitTransaction());
     } catch (e) {
       let aborted = false;
       if (!isFenced(e)) {
-        aborted = await producer.abortTransaction().then(
+        aborted = await this.resume('abortTransaction', () => producer.abortTransaction()).then(
           () => true,
           (err: unknown) => (this.d.log.warn('abort failed', { error: errorMessage(err) }), false),
         );
@@ -291,8 +321,29 @@ export class TaskChannel {
       // Only a transaction known to be aborted proves the files were never announced; otherwise they
       // may be (a commit whose answer was lost), and deleting them would lose data: leave them to
       // orphan cleanup.
-      if (aborted) await this.deleteFiles(tables.flatMap((t) => t.files.map((f) => f.filePath)));
-      throw e instanceof IcefloeError ? e : new RetriableError(`commit cycle failed: ${errorMessage(e)}`, { cause: e });
+      if (aborted) await this.deleteFiles(files);
+      throw asIcefloe(e);
+    }
+  }
+
+  /**
+   * Runs a resumable transactional call (commit, abort) to its end. librdkafka's rule: a call that timed
+   * out goes on in the background and must be called again — the same call — to resume; any other call
+   * (abort after a timed-out commit, the next begin) fails with a conflict for as long as it is pending,
+   * and a timed-out commit may still commit, so it can never be treated as aborted. Each time-out is
+   * logged; the broker resolves the call (or times the transaction out) once it answers again.
+   */
+  private async resume(call: 'commitTransaction' | 'abortTransaction', run: () => Promise<void>): Promise<void> {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        await run();
+        if (attempt > 1) this.d.log.info('transaction call resumed', { call, attempts: attempt });
+        return;
+      } catch (e) {
+        if (!isCallTimedOut(e)) throw e;
+        this.metrics.callsResumed++;
+        this.d.log.warn('transaction call timed out; resuming it', { call, attempt, error: errorMessage(e) });
+      }
     }
   }
 
@@ -326,6 +377,10 @@ export class TaskChannel {
     }
     return p;
   }
+}
+
+function asIcefloe(e: unknown): IcefloeError {
+  return e instanceof IcefloeError ? e : new RetriableError(`commit cycle failed: ${errorMessage(e)}`, { cause: e });
 }
 
 function newPartition(tp: TopicPartition): PartitionState {
