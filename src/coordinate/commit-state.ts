@@ -37,6 +37,7 @@ import type { ControlIdentity, ControlPositions, PositionsRead } from './control
 import { decodeControlEvent, reassembleAnnouncement, sameTable, tableRefString } from './events.ts';
 import type { Announcement, AnnouncementPart, ControlEvent, CycleComplete, SourceSpan, TableRef } from './events.ts';
 import { commitWatermark, sourceKey } from './watermark.ts';
+import type { SourceKnowledge } from './watermark.ts';
 
 /** One record read from the control topic (read_committed), decoded or not. */
 export type ControlRecordRead = {
@@ -72,6 +73,8 @@ export interface TableCommitInput {
   /** Each control partition's log start offset, if known: a stored position below it means announcements
    *  this table never applied were deleted by retention. */
   readonly logStartOffsets?: ReadonlyMap<number, bigint>;
+  /** What the committer knows of the source partitions beyond this buffer (watermark.ts). */
+  readonly sources?: SourceKnowledge;
 }
 
 export type StopCode =
@@ -506,7 +509,7 @@ function commitPlan(
   for (const [p, r] of ranges) positions.set(p, r.last + 1n);
 
   const sourceRanges = mergeSpans(included.flatMap((c) => c.announcement.sourceSpans));
-  const validThroughTs = commitWatermark(prevWatermark, included, waiting > 0, cycleCompletes);
+  const validThroughTs = commitWatermark(prevWatermark, included, waiting > 0, cycleCompletes, input.sources);
 
   const summary: Record<string, string> = {
     ...positionsSummary(connector, positions, input.live),

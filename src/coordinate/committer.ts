@@ -28,6 +28,8 @@ import type { ControlIdentity } from '../coordinate/control-positions.ts';
 import { tableRefString } from '../coordinate/events.ts';
 import type { TableRef } from '../coordinate/events.ts';
 import type { ObjectStore } from '../upload/port.ts';
+import { SourceReports, sourceKey } from '../coordinate/watermark.ts';
+import type { SourceKnowledge } from '../coordinate/watermark.ts';
 import type { CrashPoints } from '../core/crash-points.ts';
 
 export interface CommitterDeps {
@@ -78,6 +80,9 @@ export class ConnectorCommitter {
   private readonly existing = new Set<string>();
   /** Consecutive failed rounds per table (for the log; the table is retried every round). */
   private readonly failures = new Map<string, number>();
+  /** The latest cycle-complete report per source partition read so far (the watermark's memory). */
+  private readonly reports = new SourceReports();
+  private readonly partitionCounts = new Map<string, number>();
 
   constructor(deps: CommitterDeps) {
     this.d = deps;
@@ -94,6 +99,7 @@ export class ConnectorCommitter {
   async round(): Promise<CommitRecord[]> {
     const live = await this.identity();
     const logStart = await this.readNew(live);
+    const sources = await this.sourceKnowledge();
     const names = [...this.tables.keys()].sort();
     const made: CommitRecord[] = [];
     const trimAt = new Map<number, bigint>();
@@ -103,7 +109,7 @@ export class ConnectorCommitter {
       const ref = this.tables.get(name) as TableRef;
       let result: Awaited<ReturnType<ConnectorCommitter['commitTable']>>;
       try {
-        result = await this.commitTable(ref, live, logStart);
+        result = await this.commitTable(ref, live, logStart, sources);
         this.failures.delete(name);
       } catch (e) {
         // One table's trouble (catalog or store unreachable, retries exhausted) must not hold the others
@@ -157,6 +163,7 @@ export class ConnectorCommitter {
       if (r.value === null) continue;
       const rec = readControlRecord(r.partition, r.offset, r.value, r.timestamp ?? undefined);
       this.buffer.push(rec);
+      if ('event' in rec && rec.event.type === 'cycle-complete' && rec.event.connector === this.d.connector.name) this.reports.observe(rec.event);
       if ('event' in rec && rec.event.type === 'announcement' && rec.event.connector === this.d.connector.name) {
         const name = tableRefString(rec.event.table);
         if (!this.tables.has(name)) this.tables.set(name, rec.event.table);
@@ -201,7 +208,26 @@ export class ConnectorCommitter {
     return lowest;
   }
 
-  private async commitTable(ref: TableRef, live: ControlIdentity, logStart: ReadonlyMap<number, bigint>): Promise<{ plan: TablePlan | undefined; commit?: CommitRecord }> {
+  /**
+   * The watermark's view of the source partitions: every partition of the connector's topics (a topics
+   * list; with a regex only the partitions reported so far are known) and the latest report of each.
+   */
+  private async sourceKnowledge(): Promise<SourceKnowledge> {
+    const topics = this.d.connector.topics;
+    if (topics.kind !== 'list') return { reports: this.reports.latest };
+    const partitions = new Set<string>();
+    for (const topic of topics.topics) {
+      // A topic that cannot be described now (missing yet, broker trouble) counts with what was seen last.
+      const n = await this.d.admin.partitionCount(topic).then(
+        (count) => (this.partitionCounts.set(topic, count), count),
+        () => this.partitionCounts.get(topic) ?? 0,
+      );
+      for (let p = 0; p < n; p++) partitions.add(sourceKey(topic, p));
+    }
+    return { partitions, reports: this.reports.latest };
+  }
+
+  private async commitTable(ref: TableRef, live: ControlIdentity, logStart: ReadonlyMap<number, bigint>, sources: SourceKnowledge): Promise<{ plan: TablePlan | undefined; commit?: CommitRecord }> {
     const { connector } = this.d;
     const name = tableRefString(ref);
     const id = parseIdentifier(formatIdentifier(ref));
@@ -228,6 +254,7 @@ export class ConnectorCommitter {
         nowMs: this.now(),
         isFileMissing: (path) => missing.has(path),
         logStartOffsets: logStart,
+        sources,
       });
       if (plan.kind === 'stopped') {
         this.stop(name, plan.reason);

@@ -95,6 +95,13 @@ export interface CycleComplete {
   readonly cycleId: string;
   /** Every partition assigned to the task, idle ones included. */
   readonly assignments: readonly PartitionAssignment[];
+  /**
+   * The task's clock when the partitions reported `caughtUp` were last seen read to their end (the
+   * start of the poll that saw it, less a fetch round trip): every record appended to them before this
+   * time was handled. Absent (older tasks): a caught-up report carries no time and cannot raise the
+   * watermark past the partition's own records.
+   */
+  readonly caughtUpAtMs?: number;
 }
 
 export type ControlEvent = AnnouncementPart | CycleComplete;
@@ -353,6 +360,7 @@ function cycleCompleteToJson(c: CycleComplete): Record<string, unknown> {
       ...(a.maxTimestampMs === undefined ? {} : { maxTimestampMs: a.maxTimestampMs }),
       caughtUp: a.caughtUp,
     })),
+    ...(c.caughtUpAtMs === undefined ? {} : { caughtUpAtMs: c.caughtUpAtMs }),
   };
 }
 
@@ -417,6 +425,7 @@ export function decodeControlEvent(bytes: Uint8Array): ControlEvent {
           caughtUp: ao['caughtUp'],
         };
       }),
+      ...(o['caughtUpAtMs'] === undefined || o['caughtUpAtMs'] === null ? {} : { caughtUpAtMs: int(o['caughtUpAtMs'], 'caughtUpAtMs') }),
     };
   }
   throw bad('record', `unknown event type ${JSON.stringify(String(type))}`);

@@ -96,9 +96,18 @@ interface PartitionState {
   maxTs: number | undefined;
   /** What the last cycle-complete said; a lagging report is followed up even by an otherwise empty cycle. */
   reportedCaughtUp: boolean;
+  /** Offset after the last record a poll returned (undefined: none since the assignment or rewind). */
+  returnedNext: bigint | undefined;
+  /** The consumer's position right after the last poll: past returned records and transaction markers. */
+  readTo: bigint | undefined;
 }
 
 const DEFAULT_MAX_CONTROL_RECORD_BYTES = 900 * 1024;
+/**
+ * How long a record may take from its append to the client's high watermark (a fetch round trip): a
+ * caught-up report vouches for records appended before the last poll's start less this.
+ */
+const FETCH_SLACK_MS = 1000;
 
 export class TaskChannel {
   readonly metrics: ChannelMetrics = { cyclesCommitted: 0, cyclesAborted: 0, filesAnnounced: 0, lastCycleMs: 0, callsResumed: 0 };
@@ -113,6 +122,8 @@ export class TaskChannel {
   private cycleStartMs: number;
   private cycleRecords = 0;
   private cycleBytes = 0;
+  /** When the last poll whose position snapshot the partitions hold started. */
+  private lastPollStartMs: number | undefined;
 
   constructor(deps: TaskChannelDeps) {
     this.d = deps;
@@ -139,6 +150,26 @@ export class TaskChannel {
     this.cycleBytes += r.value?.byteLength ?? 0;
   }
 
+  /**
+   * A poll returned `batch` (started at `startedMs`): remembers per partition the last record returned
+   * and the consumer's position, which also moves past transaction markers. A partition counts as caught
+   * up when that position reached its high watermark and every record returned was handled — so an idle
+   * partition of a transactionally produced topic (a commit marker after its last record) is caught up.
+   */
+  polled(batch: readonly RawRecord[], startedMs: number): void {
+    let last: PartitionState | undefined;
+    for (const r of batch) {
+      if (last === undefined || last.partition !== r.partition || last.topic !== r.topic) last = this.partitionState(r);
+      last.returnedNext = r.offset + 1n;
+    }
+    const parts = [...this.partitions.values()];
+    for (const pos of this.d.source.position(parts)) {
+      const p = this.partitions.get(partitionKey(pos));
+      if (p !== undefined) p.readTo = pos.offset ?? undefined;
+    }
+    this.lastPollStartMs = startedMs;
+  }
+
   deadline(): number {
     return this.cycleStartMs + this.d.triggers.intervalMs;
   }
@@ -163,7 +194,11 @@ export class TaskChannel {
   /** Drops every unannounced record and file; the task rewinds to the committed offsets before reading on. */
   async abandon(reason: unknown): Promise<void> {
     const orphans = await this.d.writer.abort(reason);
-    for (const p of this.partitions.values()) p.next = undefined;
+    for (const p of this.partitions.values()) {
+      p.next = undefined;
+      p.returnedNext = undefined;
+      p.readTo = undefined;
+    }
     this.resetCycle();
     this.rewindPending = true;
     // Uploaded but never announced: no snapshot can reference them. Best effort; orphan cleanup is the backstop.
@@ -173,7 +208,11 @@ export class TaskChannel {
   /** The abort rule: every assigned partition back to its committed offset. */
   async rewind(): Promise<void> {
     await this.d.source.rewindToCommitted();
-    for (const p of this.partitions.values()) p.committed = undefined;
+    for (const p of this.partitions.values()) {
+      p.committed = undefined;
+      p.returnedNext = undefined;
+      p.readTo = undefined;
+    }
     this.rewindPending = false;
   }
 
@@ -255,7 +294,10 @@ export class TaskChannel {
       const next = p.next ?? (p.committed === null ? undefined : p.committed);
       if (next === undefined) continue;
       const high = this.d.source.highWatermark(p);
-      assignments.push({ topic: p.topic, partition: p.partition, nextOffset: next, ...(p.maxTs === undefined ? {} : { maxTimestampMs: p.maxTs }), caughtUp: high !== null && next >= high });
+      // Read to the end: every offset below the high watermark handled, or consumed with nothing in
+      // between but transaction markers (the position moved past them, every returned record handled).
+      const caughtUp = high !== null && (next >= high || (p.readTo !== undefined && p.readTo >= high && (p.returnedNext === undefined || next >= p.returnedNext)));
+      assignments.push({ topic: p.topic, partition: p.partition, nextOffset: next, ...(p.maxTs === undefined ? {} : { maxTimestampMs: p.maxTs }), caughtUp });
       // Every partition, moved or not: an unmoved one re-commits its committed offset, which changes
       // nothing for a current member but makes the group coordinator check our generation (KIP-447).
       offsets.push({ topic: p.topic, partition: p.partition, offset: next });
@@ -277,7 +319,9 @@ export class TaskChannel {
 
   private cycleComplete(cycleId: string, assignments: PartitionAssignment[]): OutgoingRecord {
     const { connector, taskId, controlTopic } = this.d;
-    const value = encodeControlEvent({ type: 'cycle-complete', connector, taskId, cycleId, assignments });
+    const at = this.lastPollStartMs;
+    const caughtUpAtMs = at !== undefined && assignments.some((a) => a.caughtUp) ? at - FETCH_SLACK_MS : undefined;
+    const value = encodeControlEvent({ type: 'cycle-complete', connector, taskId, cycleId, assignments, ...(caughtUpAtMs === undefined ? {} : { caughtUpAtMs }) });
     return { topic: controlTopic, key: controlRecordKey(connector, taskId), value };
   }
 
@@ -384,6 +428,6 @@ function asIcefloe(e: unknown): IcefloeError {
 }
 
 function newPartition(tp: TopicPartition): PartitionState {
-  return { topic: tp.topic, partition: tp.partition, committed: undefined, next: undefined, maxTs: undefined, reportedCaughtUp: true };
+  return { topic: tp.topic, partition: tp.partition, committed: undefined, next: undefined, maxTs: undefined, reportedCaughtUp: true, returnedNext: undefined, readTo: undefined };
 }
 

@@ -8,7 +8,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { RetriableError } from '../../../src/core/errors.ts';
-import { expected, logged, Rig, sortCoordinates, until } from './rig.ts';
+import { CONTROL, expected, logged, Rig, sortCoordinates, TOPIC, until } from './rig.ts';
 
 async function commitAll(rig: Rig): Promise<string[]> {
   await rig.committer().round();
@@ -63,4 +63,30 @@ test('a cycle whose transaction never began deletes its files (no leak per retry
   assert.deepEqual(await commitAll(rig), expected({ 0: p0 }));
   const referenced = new Set(await rig.tableFiles());
   assert.deepEqual((await rig.storedDataFiles()).filter((f) => !referenced.has(f)), [], 'the files of the cycles that never began were deleted');
+});
+
+test('an idle partition of a transactionally produced topic counts as caught up: no empty transaction every interval', async (t) => {
+  const rig = await new Rig({ partitions: 1, config: { 'iceberg.control.commit.interval-ms': '20', 'icefloe.commit.max-records': '1000000' } }).init();
+  t.after(() => rig.close());
+  // A transactional producer writes the source topic: a commit marker follows the records, so the
+  // partition's high watermark stays one past the offset after the last record.
+  const source = rig.kafka.createProducer('upstream-app');
+  await source.initTransactions();
+  await source.beginTransaction();
+  await source.send(Array.from({ length: 5 }, (_, i) => ({ topic: TOPIC, partition: 0, key: `k${i}`, value: new TextEncoder().encode(JSON.stringify({ n: i })), timestamp: 1_700_000_000_000 + i })));
+  await source.commitTransaction();
+  const task = rig.startTask(0);
+  await until('the records committed', () => rig.committedOffset(0) === 5n);
+  const cycles = task.task.metrics.cyclesCommitted;
+  await new Promise((resolve) => setTimeout(resolve, 400)); // twenty intervals, idle
+  const idleCycles = task.task.metrics.cyclesCommitted - cycles;
+  await task.stop();
+  assert.ok(idleCycles <= 1, `an idle task committed ${idleCycles} cycles in 20 intervals (at most one to report it caught up)`);
+  const reports = rig.kafka
+    .readPartition(CONTROL, 0)
+    .filter((e) => e.kind === 'record' && e.state === 'committed' && e.record?.value != null)
+    .map((e) => JSON.parse(new TextDecoder().decode(e.record?.value ?? new Uint8Array())) as { type: string; assignments?: { caughtUp: boolean; nextOffset: number }[] })
+    .filter((e) => e.type === 'cycle-complete');
+  assert.equal(reports.at(-1)?.assignments?.[0]?.caughtUp, true, 'the last report says the partition was read to its end (past the marker)');
+  assert.deepEqual(await commitAll(rig), expected({ 0: [0n, 1n, 2n, 3n, 4n] }));
 });
