@@ -213,12 +213,12 @@ function runScenario(seed: number): { commits: number; advanced: number } {
 test('watermark property: every record at or below W is in the table, over interleavings of tasks, idle and transactional partitions', () => {
   let commits = 0;
   let advanced = 0;
-  for (let seed = 1; seed <= 400; seed++) {
+  for (let seed = 1; seed <= 300; seed++) {
     const r = runScenario(seed);
     commits += r.commits;
     advanced += r.advanced;
   }
   // Not vacuous: W is stored and moves in most runs.
-  assert.ok(commits > 2000, `commits: ${commits}`);
-  assert.ok(advanced > 1000, `advances of W: ${advanced}`);
+  assert.ok(commits > 1500, `commits: ${commits}`);
+  assert.ok(advanced > 750, `advances of W: ${advanced}`);
 });
