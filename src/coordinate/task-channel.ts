@@ -108,6 +108,8 @@ const DEFAULT_MAX_CONTROL_RECORD_BYTES = 900 * 1024;
  * caught-up report vouches for records appended before the last poll's start less this.
  */
 const FETCH_SLACK_MS = 1000;
+/** An idle task reports its partitions (an otherwise empty cycle) after this many commit intervals. */
+const IDLE_REPORT_INTERVALS = 10;
 
 export class TaskChannel {
   readonly metrics: ChannelMetrics = { cyclesCommitted: 0, cyclesAborted: 0, filesAnnounced: 0, lastCycleMs: 0, callsResumed: 0 };
@@ -124,10 +126,13 @@ export class TaskChannel {
   private cycleBytes = 0;
   /** When the last poll whose position snapshot the partitions hold started. */
   private lastPollStartMs: number | undefined;
+  /** When the last cycle (and its report) committed; the channel's start before the first. */
+  private lastReportMs: number;
 
   constructor(deps: TaskChannelDeps) {
     this.d = deps;
     this.cycleStartMs = deps.now();
+    this.lastReportMs = this.cycleStartMs;
   }
 
   /** True after an abandoned cycle until `rewind()`: whatever was read since must be read again. */
@@ -270,6 +275,7 @@ export class TaskChannel {
     }
     const files = tables.reduce((n, t) => n + t.files.length, 0);
     this.metrics.cyclesCommitted++;
+    this.lastReportMs = this.d.now();
     this.metrics.filesAnnounced += files;
     this.metrics.lastCycleMs = this.d.now() - started;
     this.d.log.info('cycle committed', { cycle: cycleId, why, records: this.cycleRecords, files, tables: tables.length, ms: this.metrics.lastCycleMs });
@@ -277,9 +283,14 @@ export class TaskChannel {
     this.d.onAnnounced?.();
   }
 
-  /** Records written, offsets to move, or a partition whose last report said it lagged. */
+  /**
+   * Records written, offsets to move, a partition whose last report said it lagged — or, for an idle
+   * task, a report older than IDLE_REPORT_INTERVALS intervals: a caught-up report vouches for the
+   * watermark only up to the time it was taken, so an idle task reports now and then (not every interval).
+   */
   private hasWork(): boolean {
     if (this.cycleRecords > 0) return true;
+    if (this.partitions.size > 0 && this.d.now() - this.lastReportMs >= IDLE_REPORT_INTERVALS * this.d.triggers.intervalMs) return true;
     for (const p of this.partitions.values()) {
       if (!p.reportedCaughtUp || (p.next !== undefined && p.next !== p.committed)) return true;
     }
@@ -291,9 +302,11 @@ export class TaskChannel {
     const assignments: PartitionAssignment[] = [];
     const offsets: TopicPartitionOffset[] = [];
     for (const p of this.partitions.values()) {
-      const next = p.next ?? (p.committed === null ? undefined : p.committed);
-      if (next === undefined) continue;
       const high = this.d.source.highWatermark(p);
+      // Nothing handled and nothing committed: an empty partition (or one holding only markers) is still
+      // reported — a partition without reports holds the watermark back — at its end.
+      const next = p.next ?? p.committed ?? (high !== null && (high === 0n || (p.readTo !== undefined && p.readTo >= high)) ? high : undefined);
+      if (next === undefined) continue;
       // Read to the end: every offset below the high watermark handled, or consumed with nothing in
       // between but transaction markers (the position moved past them, every returned record handled).
       const caughtUp = high !== null && (next >= high || (p.readTo !== undefined && p.readTo >= high && (p.returnedNext === undefined || next >= p.returnedNext)));
