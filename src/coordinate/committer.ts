@@ -210,21 +210,24 @@ export class ConnectorCommitter {
 
   /**
    * The watermark's view of the source partitions: every partition of the connector's topics (a topics
-   * list; with a regex only the partitions reported so far are known) and the latest report of each.
+   * list; with a regex only the partitions reported so far are known), each one's log start and end as
+   * of now, and the latest report of each.
    */
   private async sourceKnowledge(): Promise<SourceKnowledge> {
     const topics = this.d.connector.topics;
     if (topics.kind !== 'list') return { reports: this.reports.latest };
+    const endsAtMs = this.now();
     const partitions = new Set<string>();
+    const ends = new Map<string, { low: bigint; high: bigint }>();
     for (const topic of topics.topics) {
-      // A topic that cannot be described now (missing yet, broker trouble) counts with what was seen last.
-      const n = await this.d.admin.partitionCount(topic).then(
-        (count) => (this.partitionCounts.set(topic, count), count),
-        () => this.partitionCounts.get(topic) ?? 0,
-      );
-      for (let p = 0; p < n; p++) partitions.add(sourceKey(topic, p));
+      // A topic that cannot be described now (missing yet, broker trouble) counts with what was seen last,
+      // without ends (its partitions are then only as far as their reports vouch).
+      const marks = await this.d.admin.watermarks(topic).catch(() => undefined);
+      if (marks !== undefined) this.partitionCounts.set(topic, marks.length);
+      for (const m of marks ?? []) ends.set(sourceKey(topic, m.partition), { low: m.low, high: m.high });
+      for (let p = 0; p < (this.partitionCounts.get(topic) ?? 0); p++) partitions.add(sourceKey(topic, p));
     }
-    return { partitions, reports: this.reports.latest };
+    return { partitions, reports: this.reports.latest, ends, endsAtMs };
   }
 
   private async commitTable(ref: TableRef, live: ControlIdentity, logStart: ReadonlyMap<number, bigint>, sources: SourceKnowledge): Promise<{ plan: TablePlan | undefined; commit?: CommitRecord }> {

@@ -86,6 +86,11 @@ export interface PartitionAssignment {
   readonly maxTimestampMs?: number;
   /** The task had read to the end of the partition when the cycle closed (nothing else was waiting). */
   readonly caughtUp: boolean;
+  /**
+   * With `caughtUp`: the high watermark it had read to (past transaction markers, so it may exceed
+   * `nextOffset`). A committer that finds the partition still ending there knows nothing arrived since.
+   */
+  readonly endOffset?: bigint;
 }
 
 export interface CycleComplete {
@@ -359,6 +364,7 @@ function cycleCompleteToJson(c: CycleComplete): Record<string, unknown> {
       nextOffset: a.nextOffset,
       ...(a.maxTimestampMs === undefined ? {} : { maxTimestampMs: a.maxTimestampMs }),
       caughtUp: a.caughtUp,
+      ...(a.endOffset === undefined ? {} : { endOffset: a.endOffset }),
     })),
     ...(c.caughtUpAtMs === undefined ? {} : { caughtUpAtMs: c.caughtUpAtMs }),
   };
@@ -423,6 +429,7 @@ export function decodeControlEvent(bytes: Uint8Array): ControlEvent {
           nextOffset: long(ao['nextOffset'], `${w}.nextOffset`),
           ...optTimestamp(ao, 'maxTimestampMs', w),
           caughtUp: ao['caughtUp'],
+          ...(ao['endOffset'] === undefined || ao['endOffset'] === null ? {} : { endOffset: long(ao['endOffset'], `${w}.endOffset`) }),
         };
       }),
       ...(o['caughtUpAtMs'] === undefined || o['caughtUpAtMs'] === null ? {} : { caughtUpAtMs: int(o['caughtUpAtMs'], 'caughtUpAtMs') }),

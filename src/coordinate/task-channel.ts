@@ -32,6 +32,7 @@ import type { DataFile } from '../iceberg/data-file.ts';
 import type { ObjectStore } from '../upload/port.ts';
 import { controlRecordKey, encodeAnnouncement, encodeControlEvent } from './events.ts';
 import type { PartitionAssignment, SourceSpan, TableRef } from './events.ts';
+import { FETCH_SLACK_MS } from './watermark.ts';
 
 /** One table's share of a cycle: the files the data path closed and uploaded, and what they cover. */
 export interface CycleTableFiles {
@@ -103,13 +104,7 @@ interface PartitionState {
 }
 
 const DEFAULT_MAX_CONTROL_RECORD_BYTES = 900 * 1024;
-/**
- * How long a record may take from its append to the client's high watermark (a fetch round trip): a
- * caught-up report vouches for records appended before the last poll's start less this.
- */
-const FETCH_SLACK_MS = 1000;
-/** An idle task reports its partitions (an otherwise empty cycle) after this many commit intervals. */
-const IDLE_REPORT_INTERVALS = 10;
+
 
 export class TaskChannel {
   readonly metrics: ChannelMetrics = { cyclesCommitted: 0, cyclesAborted: 0, filesAnnounced: 0, lastCycleMs: 0, callsResumed: 0 };
@@ -126,13 +121,10 @@ export class TaskChannel {
   private cycleBytes = 0;
   /** When the last poll whose position snapshot the partitions hold started. */
   private lastPollStartMs: number | undefined;
-  /** When the last cycle (and its report) committed; the channel's start before the first. */
-  private lastReportMs: number;
 
   constructor(deps: TaskChannelDeps) {
     this.d = deps;
     this.cycleStartMs = deps.now();
-    this.lastReportMs = this.cycleStartMs;
   }
 
   /** True after an abandoned cycle until `rewind()`: whatever was read since must be read again. */
@@ -271,11 +263,11 @@ export class TaskChannel {
     for (const p of this.partitions.values()) {
       if (p.next !== undefined) p.committed = p.next;
       const a = assignments.find((x) => x.topic === p.topic && x.partition === p.partition);
-      if (a !== undefined) p.reportedCaughtUp = a.caughtUp;
+      // Not reportable yet (no position at all): its first record ends a cycle anyway.
+      p.reportedCaughtUp = a?.caughtUp ?? true;
     }
     const files = tables.reduce((n, t) => n + t.files.length, 0);
     this.metrics.cyclesCommitted++;
-    this.lastReportMs = this.d.now();
     this.metrics.filesAnnounced += files;
     this.metrics.lastCycleMs = this.d.now() - started;
     this.d.log.info('cycle committed', { cycle: cycleId, why, records: this.cycleRecords, files, tables: tables.length, ms: this.metrics.lastCycleMs });
@@ -284,13 +276,11 @@ export class TaskChannel {
   }
 
   /**
-   * Records written, offsets to move, a partition whose last report said it lagged — or, for an idle
-   * task, a report older than IDLE_REPORT_INTERVALS intervals: a caught-up report vouches for the
-   * watermark only up to the time it was taken, so an idle task reports now and then (not every interval).
+   * Records written, offsets to move, or a partition not reported caught up yet: one that lagged, or
+   * one newly assigned (each assignment is reported once, so the committer knows where it stands).
    */
   private hasWork(): boolean {
     if (this.cycleRecords > 0) return true;
-    if (this.partitions.size > 0 && this.d.now() - this.lastReportMs >= IDLE_REPORT_INTERVALS * this.d.triggers.intervalMs) return true;
     for (const p of this.partitions.values()) {
       if (!p.reportedCaughtUp || (p.next !== undefined && p.next !== p.committed)) return true;
     }
@@ -310,7 +300,7 @@ export class TaskChannel {
       // Read to the end: every offset below the high watermark handled, or consumed with nothing in
       // between but transaction markers (the position moved past them, every returned record handled).
       const caughtUp = high !== null && (next >= high || (p.readTo !== undefined && p.readTo >= high && (p.returnedNext === undefined || next >= p.returnedNext)));
-      assignments.push({ topic: p.topic, partition: p.partition, nextOffset: next, ...(p.maxTs === undefined ? {} : { maxTimestampMs: p.maxTs }), caughtUp });
+      assignments.push({ topic: p.topic, partition: p.partition, nextOffset: next, ...(p.maxTs === undefined ? {} : { maxTimestampMs: p.maxTs }), caughtUp, ...(caughtUp ? { endOffset: high } : {}) });
       // Every partition, moved or not: an unmoved one re-commits its committed offset, which changes
       // nothing for a current member but makes the group coordinator check our generation (KIP-447).
       offsets.push({ topic: p.topic, partition: p.partition, offset: next });
@@ -441,6 +431,6 @@ function asIcefloe(e: unknown): IcefloeError {
 }
 
 function newPartition(tp: TopicPartition): PartitionState {
-  return { topic: tp.topic, partition: tp.partition, committed: undefined, next: undefined, maxTs: undefined, reportedCaughtUp: true, returnedNext: undefined, readTo: undefined };
+  return { topic: tp.topic, partition: tp.partition, committed: undefined, next: undefined, maxTs: undefined, reportedCaughtUp: false, returnedNext: undefined, readTo: undefined };
 }
 

@@ -5,7 +5,7 @@
  * more tasks poll them (each seeing the high watermark of its last fetch), end cycles at random moments
  * (an announcement with the table's spans, and a cycle-complete with every assigned partition, built as
  * the task channel builds them), and a committer reads a random prefix of the control topic, remembers
- * the reports it read, plans and commits. After every commit: every record routed to the table with a
+ * the reports it read, looks at the source partitions' ends, plans and commits. After every commit: every record routed to the table with a
  * timestamp at or below the stored `icefloe.valid-through-ts` is in the table. Each seed's interleaving
  * is reproducible; a failure names the seed and the record.
  */
@@ -139,7 +139,7 @@ function runScenario(seed: number): { commits: number; advanced: number } {
       }
       const high = tp.high;
       const caughtUp = high !== null && (tp.next >= high || (tp.readTo >= high && (tp.returnedNext === undefined || tp.next >= tp.returnedNext)));
-      assignments.push({ topic: TOPIC, partition: s, nextOffset: tp.next, ...(tp.maxTs === undefined ? {} : { maxTimestampMs: tp.maxTs }), caughtUp });
+      assignments.push({ topic: TOPIC, partition: s, nextOffset: tp.next, ...(tp.maxTs === undefined ? {} : { maxTimestampMs: tp.maxTs }), caughtUp, ...(caughtUp && high !== null ? { endOffset: high } : {}) });
       tp.span = undefined;
       tp.offsets = [];
     }
@@ -163,6 +163,8 @@ function runScenario(seed: number): { commits: number; advanced: number } {
     const read = readControlPositions(md, CONNECTOR, LIVE);
     const from = read.kind === 'positions' ? read.positions : new Map<number, bigint>();
     const partitions = new Set(Array.from({ length: SOURCES }, (_, s) => sourceKey(TOPIC, s)));
+    // The committer looks at each partition's end now (sometimes it cannot: no ends this round).
+    const ends = random() < 0.8 ? new Map(sources.map((src, s) => [sourceKey(TOPIC, s), { low: 0n, high: src.high }])) : undefined;
     const plan = planTableCommit({
       connector: CONNECTOR,
       table: TABLE,
@@ -171,7 +173,7 @@ function runScenario(seed: number): { commits: number; advanced: number } {
       live: LIVE,
       records: control.read(from, until),
       nowMs: now,
-      sources: { partitions, reports: reports.latest },
+      sources: { partitions, reports: reports.latest, ...(ends === undefined ? {} : { ends, endsAtMs: now }) },
     });
     assert.notEqual(plan.kind, 'stopped', plan.kind === 'stopped' ? `seed ${seed}: ${plan.reason.message}` : '');
     if (plan.kind !== 'commit') return;
