@@ -1,10 +1,10 @@
 /**
  * The zombie whose cycle moves no offset (issue 9 point 4, review D1), with real worker processes.
  *
- * One single-partition topic, two standalone workers of one connector (distinct task ids through
- * `icefloe.tasks.id-offset`, so only the consumer group can tell the zombie apart). Worker A holds the
- * partition, reads every record and ends its first cycle; the fault proxy holds that cycle's first
- * data-file upload, so A is frozen (SIGSTOP) inside the cycle — nothing announced, and no poll that
+ * One single-partition topic holding the records, then two standalone workers of one connector (distinct
+ * task ids through `icefloe.tasks.id-offset`, so only the consumer group can tell the zombie apart).
+ * Worker A gets the partition, reads every record and ends its first cycle; the fault proxy holds that
+ * cycle's first data-file upload, so A is frozen (SIGSTOP) inside the cycle — nothing announced, and no poll that
  * could tell it that it lost the partition — past its 6 s session timeout. B takes the partition over,
  * reads the same records from the start and commits them: the group's committed offset is now exactly
  * where A's cycle ends. A is thawed: its upload finishes, and its offsets equal the committed ones, so
@@ -59,7 +59,13 @@ test('a frozen task whose late cycle moves no offset is fenced by the group gene
   const table = `${namespace}.events`;
   res.topics.push(topic, control);
   res.tables.push(table);
-  await produceJson(topic, 1, []); // the topic, empty
+  // The records are there before the workers start: the holder's first cycle is the one with them, and it
+  // asks the group for its committed offsets only then (after the thaw, in the zombie's case).
+  const produced = await produceJson(topic, 1, Array.from({ length: RECORDS }, (_, i) => ({ partition: 0, key: `k${i}`, value: { id: i, note: `event ${i}` } })));
+  // A's first data-file upload is held at the proxy, so A is inside its first cycle (nothing announced, no
+  // poll) when it is frozen past its session timeout.
+  const hold = await proxy.arm({ target: 's3', match: { method: 'PUT', path: `/${namespace}/.*\\.parquet` }, times: 1, fault: { kind: 'hold' } });
+  t.after(() => proxy.remove(hold).catch(() => undefined));
 
   const worker = (index: number): WorkerProcess => {
     const w = startWorker({
@@ -100,15 +106,10 @@ test('a frozen task whose late cycle moves no offset is fenced by the group gene
 
   const w0 = worker(0);
   const w1 = worker(1);
+  await proxy.waitHeld(hold, 1, 60_000);
   await until('a settled group', () => w0.logs('partitions assigned').length > 0 && w1.logs('partitions assigned').length > 0 && holds(w0) !== holds(w1), [w0, w1]);
   const [a, b] = holds(w0) ? [w0, w1] : [w1, w0];
-
-  // A reads the records and ends its first cycle: its first data-file upload is held at the proxy, so A is
-  // inside the cycle (nothing announced, no poll) when it is frozen past its session timeout.
-  const hold = await proxy.arm({ target: 's3', match: { method: 'PUT', path: `/${namespace}/` }, times: 1, fault: { kind: 'hold' } });
-  t.after(() => proxy.remove(hold).catch(() => undefined));
-  const produced = await produceJson(topic, 1, Array.from({ length: RECORDS }, (_, i) => ({ partition: 0, key: `k${i}`, value: { id: i, note: `event ${i}` } })));
-  await proxy.waitHeld(hold, 1, 30_000);
+  assert.equal(a.logs('cycle committed').length, 0, 'the held upload is in the first cycle of the partition\'s holder');
   a.freeze();
   await proxy.release(hold); // the reply waits in A's socket until A is thawed
 
