@@ -17,10 +17,18 @@
  *   whose answer was lost may have announced them.
  * - Fenced (another incarnation took our transactional.id, or we are a zombie): the error is passed on
  *   untouched; the task stops and never retries it.
+ * - Zombie fence on every cycle: the transaction carries the offsets of every assigned partition, the
+ *   committed ones where nothing moved, so the group coordinator checks our generation each time.
+ * - A commit or abort that timed out is resumed by calling it again (librdkafka's rule); a timed-out
+ *   commit is never treated as aborted. Files of a cycle whose transaction never began are deleted.
+ * - Reports (cycle-complete): a partition is caught up when every offset below its high watermark was
+ *   handled or skipped as a transaction marker (the consumer's position after the poll), with the time
+ *   of that poll; each new assignment is reported once, a lagging one until it caught up, an idle one
+ *   not again.
  *
  * Owns: per-partition consumption state, cycle triggers, the cycle transaction, abandon and rewind.
- * Must not: decode, route or write records (the `CycleWriter` does), or retry on its own (the task loop
- * decides).
+ * Must not: decode, route or write records (the `CycleWriter` does), or retry a cycle on its own (the
+ * task loop decides; resuming a timed-out transactional call is finishing it, not retrying).
  */
 import { randomUUID } from 'node:crypto';
 import type { CrashPoints } from '../core/crash-points.ts';
