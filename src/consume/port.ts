@@ -25,6 +25,10 @@
  * - `TransactionAbortRequiredError` (a `RetriableError`): the transaction cannot commit (for example the
  *   consumer's group generation is stale); abort it, drop unannounced files, seek every assigned
  *   partition back to its committed offset, and start a new cycle.
+ * - `TransactionCallTimedOutError` (a `RetriableError`): `commitTransaction` or `abortTransaction` timed
+ *   out and goes on in the background; call the same method again (librdkafka resumes it) until it
+ *   resolves. Another transactional call meanwhile fails with a conflict, and a commit that timed out
+ *   may still commit: its files are not known to be unannounced.
  * - `RetriableError`: broker or network trouble; retry the operation (or the cycle).
  * - `ConfigError`: a setting that cannot work.
  *
@@ -269,6 +273,25 @@ export class TransactionAbortRequiredError extends RetriableError {
   constructor(message: string, options?: ErrorOptions) {
     super(message, options);
   }
+}
+
+/**
+ * A resumable transactional call (`commitTransaction`, `abortTransaction`) timed out: the operation goes
+ * on in the background and its outcome is unknown. librdkafka keeps the call pending until the SAME
+ * method is called again (which resumes it); any other transactional call meanwhile fails with a
+ * conflict. The caller must call the same method again until it resolves; never treat a commit that
+ * timed out as aborted (it may still commit).
+ */
+export class TransactionCallTimedOutError extends RetriableError {
+  readonly resumeWith: 'commitTransaction' | 'abortTransaction';
+  constructor(resumeWith: 'commitTransaction' | 'abortTransaction', message: string, options?: ErrorOptions) {
+    super(message, options);
+    this.resumeWith = resumeWith;
+  }
+}
+
+export function isCallTimedOut(error: unknown): error is TransactionCallTimedOutError {
+  return error instanceof TransactionCallTimedOutError;
 }
 
 /** Another producer with the same transactional.id (or a newer epoch) took over: this one is a zombie. */

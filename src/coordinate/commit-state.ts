@@ -47,6 +47,7 @@ import { positionRules } from './connector-position.ts';
 import { checkSourceOverlap, decodeSourceApplied, encodeSourceApplied, sourceAppliedKey } from './source-applied.ts';
 import type { SourceApplied } from './source-applied.ts';
 import type { ConnectorPositions } from './connector-position.ts';
+import type { SourceKnowledge } from './watermark.ts';
 
 /**
  * One record of this connector read from the control topic (read_committed), decoded or not. The
@@ -93,6 +94,8 @@ export interface TableCommitInput {
   /** False while the committer catches up in bounded reads: control partitions are then read to different
    *  depths, so a task's newer reports may lie past what was read; the commit carries the stored watermark. */
   readonly readToEnd?: boolean;
+  /** What the committer knows of the source partitions beyond this buffer (watermark.ts). */
+  readonly sources?: SourceKnowledge;
 }
 
 export type StopCode =
@@ -600,7 +603,7 @@ function commitPlan(
   for (const [p, r] of ranges) positions.set(p, r.last + 1n);
 
   const sourceRanges = mergeSpans(source.kept.flatMap((c) => c.announcement.sourceSpans));
-  const validThroughTs = commitWatermark(prevWatermark, included, waiting > 0 || input.readToEnd === false, cycleCompletes);
+  const validThroughTs = commitWatermark(prevWatermark, included, waiting > 0 || input.readToEnd === false, cycleCompletes, input.sources);
 
   const summary: Record<string, string> = {
     ...positionsSummary(connector, positions, input.live),

@@ -44,6 +44,8 @@ import type { ControlIdentity } from '../coordinate/control-positions.ts';
 import { classifyControlRecord, sameTable, tableRefString } from '../coordinate/events.ts';
 import type { TableRef } from '../coordinate/events.ts';
 import type { ObjectStore } from '../upload/port.ts';
+import { SourceReports, sourceKey } from '../coordinate/watermark.ts';
+import type { SourceKnowledge } from '../coordinate/watermark.ts';
 import type { CrashPoints } from '../core/crash-points.ts';
 import type { ControlPositions } from '../coordinate/control-positions.ts';
 import { controlGroupId, nextAppliedPositions, reapplyHolds, reapplyKey, readReapplyMark } from '../coordinate/connector-position.ts';
@@ -147,6 +149,9 @@ export class ConnectorCommitter {
   private readonly reads = { records: 0, bytes: 0, otherConnector: 0, foreign: 0, loggedOther: 0, loggedForeign: 0, loggedAtMs: 0 };
   private lagging = false;
   private bufferFull = false;
+  /** The latest cycle-complete report per source partition read so far (the watermark's memory). */
+  private readonly reports = new SourceReports();
+  private readonly partitionCounts = new Map<string, number>();
 
   constructor(deps: CommitterDeps) {
     this.d = deps;
@@ -181,6 +186,7 @@ export class ConnectorCommitter {
   async round(): Promise<CommitRecord[]> {
     const live = await this.identity();
     const logStart = await this.readNew(live);
+    const sources = await this.sourceKnowledge();
     const names = [...this.tables.keys()].sort();
     const made: CommitRecord[] = [];
     const trimAt = new Map<number, bigint>();
@@ -193,7 +199,7 @@ export class ConnectorCommitter {
       if (this.parked.has(name)) continue; // its records were dropped: planning it now could skip them
       let result: Awaited<ReturnType<ConnectorCommitter['commitTable']>>;
       try {
-        result = await this.commitTable(ref, live, logStart);
+        result = await this.commitTable(ref, live, logStart, sources);
         this.failures.delete(name);
       } catch (e) {
         // One table's trouble must not hold the others back (catalog or store unreachable, retries
@@ -364,6 +370,7 @@ export class ConnectorCommitter {
       this.buffer.push(rec);
       this.recordBytes.set(rec, size);
       this.bufferBytes += size;
+      if (c.kind === 'ours' && c.event.type === 'cycle-complete' && c.event.connector === connector) this.reports.observe(c.event);
       if (c.kind === 'ours' && c.event.type === 'announcement' && c.event.connector === connector) {
         const name = tableRefString(c.event.table);
         if (!this.tables.has(name)) this.tables.set(name, c.event.table);
@@ -507,7 +514,29 @@ export class ConnectorCommitter {
     return this.bufferFloorAbove(read.positions);
   }
 
-  private async commitTable(ref: TableRef, live: ControlIdentity, logStart: ReadonlyMap<number, bigint>): Promise<{ plan: TablePlan | undefined; commit?: CommitRecord; reread?: boolean }> {
+  /**
+   * The watermark's view of the source partitions: every partition of the connector's topics (a topics
+   * list; with a regex only the partitions reported so far are known), each one's log start and end as
+   * of now, and the latest report of each.
+   */
+  private async sourceKnowledge(): Promise<SourceKnowledge> {
+    const topics = this.d.connector.topics;
+    if (topics.kind !== 'list') return { reports: this.reports.latest };
+    const endsAtMs = this.now();
+    const partitions = new Set<string>();
+    const ends = new Map<string, { low: bigint; high: bigint }>();
+    for (const topic of topics.topics) {
+      // A topic that cannot be described now (missing yet, broker trouble) counts with what was seen last,
+      // without ends (its partitions are then only as far as their reports vouch).
+      const marks = await this.d.admin.watermarks(topic).catch(() => undefined);
+      if (marks !== undefined) this.partitionCounts.set(topic, marks.length);
+      for (const m of marks ?? []) ends.set(sourceKey(topic, m.partition), { low: m.low, high: m.high });
+      for (let p = 0; p < (this.partitionCounts.get(topic) ?? 0); p++) partitions.add(sourceKey(topic, p));
+    }
+    return { partitions, reports: this.reports.latest, ends, endsAtMs };
+  }
+
+  private async commitTable(ref: TableRef, live: ControlIdentity, logStart: ReadonlyMap<number, bigint>, sources: SourceKnowledge): Promise<{ plan: TablePlan | undefined; commit?: CommitRecord; reread?: boolean }> {
     const { connector } = this.d;
     const name = tableRefString(ref);
     const id = parseIdentifier(formatIdentifier(ref));
@@ -543,6 +572,7 @@ export class ConnectorCommitter {
         ...(this.connectorPositions === undefined ? {} : { connectorPositions: this.connectorPositions }),
         ...(before === undefined ? {} : { appliedBefore: before }),
         readToEnd: !this.lagging,
+        sources,
       });
       if (plan.kind === 'stopped') {
         this.stop(name, plan.reason, plan.oldestUnappliedMs);

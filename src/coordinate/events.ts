@@ -94,6 +94,11 @@ export interface PartitionAssignment {
   readonly maxTimestampMs?: number;
   /** The task had read to the end of the partition when the cycle closed (nothing else was waiting). */
   readonly caughtUp: boolean;
+  /**
+   * With `caughtUp`: the high watermark it had read to (past transaction markers, so it may exceed
+   * `nextOffset`). A committer that finds the partition still ending there knows nothing arrived since.
+   */
+  readonly endOffset?: bigint;
 }
 
 export interface CycleComplete {
@@ -103,6 +108,13 @@ export interface CycleComplete {
   readonly cycleId: string;
   /** Every partition assigned to the task, idle ones included. */
   readonly assignments: readonly PartitionAssignment[];
+  /**
+   * The task's clock when the partitions reported `caughtUp` were last seen read to their end (the
+   * start of the poll that saw it, less a fetch round trip): every record appended to them before this
+   * time was handled. Absent (older tasks): a caught-up report carries no time and cannot raise the
+   * watermark past the partition's own records.
+   */
+  readonly caughtUpAtMs?: number;
 }
 
 export type ControlEvent = AnnouncementPart | CycleComplete;
@@ -360,7 +372,9 @@ function cycleCompleteToJson(c: CycleComplete): Record<string, unknown> {
       nextOffset: a.nextOffset,
       ...(a.maxTimestampMs === undefined ? {} : { maxTimestampMs: a.maxTimestampMs }),
       caughtUp: a.caughtUp,
+      ...(a.endOffset === undefined ? {} : { endOffset: a.endOffset }),
     })),
+    ...(c.caughtUpAtMs === undefined ? {} : { caughtUpAtMs: c.caughtUpAtMs }),
   };
 }
 
@@ -423,8 +437,10 @@ export function decodeControlEvent(bytes: Uint8Array): ControlEvent {
           nextOffset: long(ao['nextOffset'], `${w}.nextOffset`),
           ...optTimestamp(ao, 'maxTimestampMs', w),
           caughtUp: ao['caughtUp'],
+          ...(ao['endOffset'] === undefined || ao['endOffset'] === null ? {} : { endOffset: long(ao['endOffset'], `${w}.endOffset`) }),
         };
       }),
+      ...(o['caughtUpAtMs'] === undefined || o['caughtUpAtMs'] === null ? {} : { caughtUpAtMs: int(o['caughtUpAtMs'], 'caughtUpAtMs') }),
     };
   }
   throw bad('record', `unknown event type ${JSON.stringify(String(type))}`);

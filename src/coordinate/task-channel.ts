@@ -17,21 +17,30 @@
  *   whose answer was lost may have announced them.
  * - Fenced (another incarnation took our transactional.id, or we are a zombie): the error is passed on
  *   untouched; the task stops and never retries it.
+ * - Zombie fence on every cycle: the transaction carries the offsets of every assigned partition, the
+ *   committed ones where nothing moved, so the group coordinator checks our generation each time.
+ * - A commit or abort that timed out is resumed by calling it again (librdkafka's rule); a timed-out
+ *   commit is never treated as aborted. Files of a cycle whose transaction never began are deleted.
+ * - Reports (cycle-complete): a partition is caught up when every offset below its high watermark was
+ *   handled or skipped as a transaction marker (the consumer's position after the poll), with the time
+ *   of that poll; each new assignment is reported once, a lagging one until it caught up, an idle one
+ *   not again.
  *
  * Owns: per-partition consumption state, cycle triggers, the cycle transaction, abandon and rewind.
- * Must not: decode, route or write records (the `CycleWriter` does), or retry on its own (the task loop
- * decides).
+ * Must not: decode, route or write records (the `CycleWriter` does), or retry a cycle on its own (the
+ * task loop decides; resuming a timed-out transactional call is finishing it, not retrying).
  */
 import { randomUUID } from 'node:crypto';
 import type { CrashPoints } from '../core/crash-points.ts';
 import { errorMessage, IcefloeError, RetriableError } from '../core/errors.ts';
 import type { Logger } from '../core/log.ts';
-import { isFenced, partitionKey } from '../consume/port.ts';
+import { isCallTimedOut, isFenced, partitionKey } from '../consume/port.ts';
 import type { KafkaSource, OutgoingRecord, RawRecord, TopicPartition, TopicPartitionOffset, TransactionalProducer } from '../consume/port.ts';
 import type { DataFile } from '../iceberg/data-file.ts';
 import type { ObjectStore } from '../upload/port.ts';
 import { controlRecordKey, encodeAnnouncement, encodeControlEvent } from './events.ts';
 import type { PartitionAssignment, SourceSpan, TableRef } from './events.ts';
+import { FETCH_SLACK_MS } from './watermark.ts';
 
 /** One table's share of a cycle: the files the data path closed and uploaded, and what they cover. */
 export interface CycleTableFiles {
@@ -82,6 +91,8 @@ export interface ChannelMetrics {
   cyclesAborted: number;
   filesAnnounced: number;
   lastCycleMs: number;
+  /** Transactional calls (commit, abort) that timed out and were called again to resume them. */
+  callsResumed: number;
 }
 
 interface PartitionState {
@@ -94,12 +105,17 @@ interface PartitionState {
   maxTs: number | undefined;
   /** What the last cycle-complete said; a lagging report is followed up even by an otherwise empty cycle. */
   reportedCaughtUp: boolean;
+  /** Offset after the last record a poll returned (undefined: none since the assignment or rewind). */
+  returnedNext: bigint | undefined;
+  /** The consumer's position right after the last poll: past returned records and transaction markers. */
+  readTo: bigint | undefined;
 }
 
 const DEFAULT_MAX_CONTROL_RECORD_BYTES = 900 * 1024;
 
+
 export class TaskChannel {
-  readonly metrics: ChannelMetrics = { cyclesCommitted: 0, cyclesAborted: 0, filesAnnounced: 0, lastCycleMs: 0 };
+  readonly metrics: ChannelMetrics = { cyclesCommitted: 0, cyclesAborted: 0, filesAnnounced: 0, lastCycleMs: 0, callsResumed: 0 };
   private readonly d: TaskChannelDeps;
   private readonly incarnation = randomUUID().slice(0, 8);
   private readonly partitions = new Map<string, PartitionState>();
@@ -111,6 +127,8 @@ export class TaskChannel {
   private cycleStartMs: number;
   private cycleRecords = 0;
   private cycleBytes = 0;
+  /** When the last poll whose position snapshot the partitions hold started. */
+  private lastPollStartMs: number | undefined;
 
   constructor(deps: TaskChannelDeps) {
     this.d = deps;
@@ -137,6 +155,26 @@ export class TaskChannel {
     this.cycleBytes += r.value?.byteLength ?? 0;
   }
 
+  /**
+   * A poll returned `batch` (started at `startedMs`): remembers per partition the last record returned
+   * and the consumer's position, which also moves past transaction markers. A partition counts as caught
+   * up when that position reached its high watermark and every record returned was handled — so an idle
+   * partition of a transactionally produced topic (a commit marker after its last record) is caught up.
+   */
+  polled(batch: readonly RawRecord[], startedMs: number): void {
+    let last: PartitionState | undefined;
+    for (const r of batch) {
+      if (last === undefined || last.partition !== r.partition || last.topic !== r.topic) last = this.partitionState(r);
+      last.returnedNext = r.offset + 1n;
+    }
+    const parts = [...this.partitions.values()];
+    for (const pos of this.d.source.position(parts)) {
+      const p = this.partitions.get(partitionKey(pos));
+      if (p !== undefined) p.readTo = pos.offset ?? undefined;
+    }
+    this.lastPollStartMs = startedMs;
+  }
+
   deadline(): number {
     return this.cycleStartMs + this.d.triggers.intervalMs;
   }
@@ -161,7 +199,11 @@ export class TaskChannel {
   /** Drops every unannounced record and file; the task rewinds to the committed offsets before reading on. */
   async abandon(reason: unknown): Promise<void> {
     const orphans = await this.d.writer.abort(reason);
-    for (const p of this.partitions.values()) p.next = undefined;
+    for (const p of this.partitions.values()) {
+      p.next = undefined;
+      p.returnedNext = undefined;
+      p.readTo = undefined;
+    }
     this.resetCycle();
     this.rewindPending = true;
     // Uploaded but never announced: no snapshot can reference them. Best effort; orphan cleanup is the backstop.
@@ -171,7 +213,11 @@ export class TaskChannel {
   /** The abort rule: every assigned partition back to its committed offset. */
   async rewind(): Promise<void> {
     await this.d.source.rewindToCommitted();
-    for (const p of this.partitions.values()) p.committed = undefined;
+    for (const p of this.partitions.values()) {
+      p.committed = undefined;
+      p.returnedNext = undefined;
+      p.readTo = undefined;
+    }
     this.rewindPending = false;
   }
 
@@ -209,7 +255,13 @@ export class TaskChannel {
     }
     const tables = await this.d.writer.complete();
     this.d.crash.reach('task.after-upload');
-    await this.fetchCommitted();
+    try {
+      await this.fetchCommitted();
+    } catch (e) {
+      // The transaction never began: the files can never be announced (the retry writes new ones).
+      await this.deleteFiles(tables.flatMap((t) => t.files.map((f) => f.filePath)));
+      throw e;
+    }
     const cycleId = `${this.incarnation}-${++this.cycleCounter}`;
     const { assignments, offsets } = this.positions();
     const records = [...this.announcements(tables, cycleId), this.cycleComplete(cycleId, assignments)];
@@ -219,7 +271,8 @@ export class TaskChannel {
     for (const p of this.partitions.values()) {
       if (p.next !== undefined) p.committed = p.next;
       const a = assignments.find((x) => x.topic === p.topic && x.partition === p.partition);
-      if (a !== undefined) p.reportedCaughtUp = a.caughtUp;
+      // Not reportable yet (no position at all): its first record ends a cycle anyway.
+      p.reportedCaughtUp = a?.caughtUp ?? true;
     }
     const files = tables.reduce((n, t) => n + t.files.length, 0);
     this.metrics.cyclesCommitted++;
@@ -230,7 +283,10 @@ export class TaskChannel {
     this.d.onAnnounced?.();
   }
 
-  /** Records written, offsets to move, or a partition whose last report said it lagged. */
+  /**
+   * Records written, offsets to move, or a partition not reported caught up yet: one that lagged, or
+   * one newly assigned (each assignment is reported once, so the committer knows where it stands).
+   */
   private hasWork(): boolean {
     if (this.cycleRecords > 0) return true;
     for (const p of this.partitions.values()) {
@@ -244,11 +300,18 @@ export class TaskChannel {
     const assignments: PartitionAssignment[] = [];
     const offsets: TopicPartitionOffset[] = [];
     for (const p of this.partitions.values()) {
-      const next = p.next ?? (p.committed === null ? undefined : p.committed);
-      if (next === undefined) continue;
       const high = this.d.source.highWatermark(p);
-      assignments.push({ topic: p.topic, partition: p.partition, nextOffset: next, ...(p.maxTs === undefined ? {} : { maxTimestampMs: p.maxTs }), caughtUp: high !== null && next >= high });
-      if (p.next !== undefined && p.next !== p.committed) offsets.push({ topic: p.topic, partition: p.partition, offset: p.next });
+      // Nothing handled and nothing committed: an empty partition (or one holding only markers) is still
+      // reported — a partition without reports holds the watermark back — at its end.
+      const next = p.next ?? p.committed ?? (high !== null && (high === 0n || (p.readTo !== undefined && p.readTo >= high)) ? high : undefined);
+      if (next === undefined) continue;
+      // Read to the end: every offset below the high watermark handled, or consumed with nothing in
+      // between but transaction markers (the position moved past them, every returned record handled).
+      const caughtUp = high !== null && (next >= high || (p.readTo !== undefined && p.readTo >= high && (p.returnedNext === undefined || next >= p.returnedNext)));
+      assignments.push({ topic: p.topic, partition: p.partition, nextOffset: next, ...(p.maxTs === undefined ? {} : { maxTimestampMs: p.maxTs }), caughtUp, ...(caughtUp ? { endOffset: high } : {}) });
+      // Every partition, moved or not: an unmoved one re-commits its committed offset, which changes
+      // nothing for a current member but makes the group coordinator check our generation (KIP-447).
+      offsets.push({ topic: p.topic, partition: p.partition, offset: next });
     }
     return { assignments, offsets };
   }
@@ -267,23 +330,45 @@ export class TaskChannel {
 
   private cycleComplete(cycleId: string, assignments: PartitionAssignment[]): OutgoingRecord {
     const { connector, taskId, controlTopic } = this.d;
-    const value = encodeControlEvent({ type: 'cycle-complete', connector, taskId, cycleId, assignments });
+    const at = this.lastPollStartMs;
+    const caughtUpAtMs = at !== undefined && assignments.some((a) => a.caughtUp) ? at - FETCH_SLACK_MS : undefined;
+    const value = encodeControlEvent({ type: 'cycle-complete', connector, taskId, cycleId, assignments, ...(caughtUpAtMs === undefined ? {} : { caughtUpAtMs }) });
     return { topic: controlTopic, key: controlRecordKey(connector, taskId), value };
   }
 
-  /** The cycle's one transaction; on failure aborts it when it can and deletes the files only then. */
+  /**
+   * The cycle's one transaction; on failure aborts it when it can and deletes the files only then.
+   *
+   * The zombie fence (KIP-447): the transaction always carries the offsets of every assigned partition
+   * with the consumer's group metadata, so the group coordinator checks our member id and generation in
+   * every cycle that announces — also when no offset moved (another member may have committed the same
+   * next offset while we were frozen: without the check our late announcement would commit).
+   */
   private async transact(records: readonly OutgoingRecord[], offsets: readonly TopicPartitionOffset[], tables: readonly CycleTableFiles[]): Promise<void> {
     const { producer, source } = this.d;
-    await producer.beginTransaction();
+    const files = tables.flatMap((t) => t.files.map((f) => f.filePath));
+    if (offsets.length === 0 && records.length > 1) {
+      // Announcements without a partition to fence with cannot happen (records handled have offsets);
+      // committing them unchecked could apply a zombie's files, so refuse rather than skip the check.
+      await this.deleteFiles(files);
+      throw new RetriableError('commit cycle has announcements but no source offsets to check the group generation with');
+    }
+    try {
+      await producer.beginTransaction();
+    } catch (e) {
+      // Never begun: nothing of the cycle can be announced, so its files go now (else every retry leaks them).
+      await this.deleteFiles(files);
+      throw asIcefloe(e);
+    }
     try {
       await producer.send(records);
       if (offsets.length > 0) await producer.sendOffsetsToTransaction(offsets, source.groupMetadata());
       this.d.crash.reach('task.in-transaction');
-      await producer.commitTransaction();
+      await this.resume('commitTransaction', () => producer.commitTransaction());
     } catch (e) {
       let aborted = false;
       if (!isFenced(e)) {
-        aborted = await producer.abortTransaction().then(
+        aborted = await this.resume('abortTransaction', () => producer.abortTransaction()).then(
           () => true,
           (err: unknown) => (this.d.log.warn('abort failed', { error: errorMessage(err) }), false),
         );
@@ -291,8 +376,29 @@ export class TaskChannel {
       // Only a transaction known to be aborted proves the files were never announced; otherwise they
       // may be (a commit whose answer was lost), and deleting them would lose data: leave them to
       // orphan cleanup.
-      if (aborted) await this.deleteFiles(tables.flatMap((t) => t.files.map((f) => f.filePath)));
-      throw e instanceof IcefloeError ? e : new RetriableError(`commit cycle failed: ${errorMessage(e)}`, { cause: e });
+      if (aborted) await this.deleteFiles(files);
+      throw asIcefloe(e);
+    }
+  }
+
+  /**
+   * Runs a resumable transactional call (commit, abort) to its end. librdkafka's rule: a call that timed
+   * out goes on in the background and must be called again — the same call — to resume; any other call
+   * (abort after a timed-out commit, the next begin) fails with a conflict for as long as it is pending,
+   * and a timed-out commit may still commit, so it can never be treated as aborted. Each time-out is
+   * logged; the broker resolves the call (or times the transaction out) once it answers again.
+   */
+  private async resume(call: 'commitTransaction' | 'abortTransaction', run: () => Promise<void>): Promise<void> {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        await run();
+        if (attempt > 1) this.d.log.info('transaction call resumed', { call, attempts: attempt });
+        return;
+      } catch (e) {
+        if (!isCallTimedOut(e)) throw e;
+        this.metrics.callsResumed++;
+        this.d.log.warn('transaction call timed out; resuming it', { call, attempt, error: errorMessage(e) });
+      }
     }
   }
 
@@ -328,7 +434,11 @@ export class TaskChannel {
   }
 }
 
+function asIcefloe(e: unknown): IcefloeError {
+  return e instanceof IcefloeError ? e : new RetriableError(`commit cycle failed: ${errorMessage(e)}`, { cause: e });
+}
+
 function newPartition(tp: TopicPartition): PartitionState {
-  return { topic: tp.topic, partition: tp.partition, committed: undefined, next: undefined, maxTs: undefined, reportedCaughtUp: true };
+  return { topic: tp.topic, partition: tp.partition, committed: undefined, next: undefined, maxTs: undefined, reportedCaughtUp: false, returnedNext: undefined, readTo: undefined };
 }
 

@@ -166,8 +166,10 @@ export class SinkTask {
     const { channel } = this;
     if (channel.needsRewind) await channel.rewind();
     const waitMs = Math.max(1, Math.min(MAX_POLL_WAIT_MS, channel.deadline() - this.now()));
+    const startedMs = this.now();
     const batch = await this.d.source.poll({ maxRecords: POLL_MAX_RECORDS, timeoutMs: waitMs });
     if (channel.needsRewind) return; // the batch was read past an abandoned cycle: re-read instead
+    channel.polled(batch, startedMs);
     for (const r of batch) {
       const pending = this.handle(r);
       if (pending !== undefined) await pending;

@@ -58,11 +58,22 @@ export class ConfluentControlTopicReader implements ControlTopicReader {
       this.#admin.listOffsets(from.map((p) => ({ topic: p.topic, partition: p.partition, offset: spec })), { timeout: LIST_TIMEOUT_MS, isolationLevel }, cb));
     const out = new Map<string, bigint>();
     for (const r of got) {
-      if (r.error !== undefined) throw new RetriableError(`Kafka read-control: listing offsets of ${r.topic}[${r.partition}] failed: ${r.error.message}`, { cause: r.error });
+      if (r.error !== undefined) {
+        // The admin ListOffsets sends the cached leader epoch and does not refresh the metadata when the
+        // broker fences it (FENCED_LEADER_EPOCH after a broker was frozen or restarted): ask for fresh
+        // metadata so the retry uses the new epoch instead of failing until the periodic refresh.
+        await this.refreshMetadata(r.topic);
+        throw new RetriableError(`Kafka read-control: listing offsets of ${r.topic}[${r.partition}] failed: ${r.error.message}`, { cause: r.error });
+      }
       const v = offsetFromNumber(r.offset);
       if (v !== null) out.set(partitionKey(r), v);
     }
     return out;
+  }
+
+  /** A metadata request for the topic: librdkafka updates its cache (leaders, leader epochs) from the reply. */
+  private async refreshMetadata(topic: string): Promise<void> {
+    await call<unknown>('read-control', (cb) => this.#consumer.getMetadata({ topic, allTopics: false, timeout: LIST_TIMEOUT_MS }, cb)).catch(() => undefined);
   }
 
   async read(from: readonly TopicPartitionOffset[], options: ControlReadOptions = {}): Promise<ControlRead> {

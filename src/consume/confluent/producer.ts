@@ -7,11 +7,19 @@
  * `INVALID_PRODUCER_EPOCH`) every later error of it is reported as fenced too (librdkafka answers later
  * calls with a generic fatal error).
  *
+ * Time-outs: `commitTransaction` and `abortTransaction` are resumable in librdkafka: on a time-out
+ * (`ERR__TIMED_OUT`, retriable) the operation continues in the background and stays the producer's
+ * current call until the same method is called again; `beginTransaction`, `abortTransaction` or
+ * `commitTransaction` (whichever differs) meanwhile fail with `ERR__CONFLICT`. Such a time-out is
+ * reported as `TransactionCallTimedOutError` so the caller resumes the same call instead of aborting.
+ * The calls' time-out is half the producer's `transaction.timeout.ms` (librdkafka default 60 s, so
+ * 30 s): a call gives up, and can be resumed, well before the broker would time the transaction out.
+ *
  * Owns: the producer's lifecycle and transaction calls. Must not: retry a transaction or decide about
- * the cycle (the caller aborts and rewinds).
+ * the cycle (the caller resumes, aborts and rewinds).
  */
-import { ConfigError } from '../../core/errors.ts';
-import { isFenced } from '../port.ts';
+import { ConfigError, RetriableError } from '../../core/errors.ts';
+import { TransactionCallTimedOutError, isFenced } from '../port.ts';
 import type { ConsumerGroupMetadata, OutgoingRecord, TopicPartitionOffset, TransactionalProducer } from '../port.ts';
 import { KAFKA_CODES, translateKafkaError } from './errors.ts';
 import { RdKafka, call, consumerOf, sync } from './internal.ts';
@@ -28,7 +36,22 @@ export interface ProducerOptions {
   readonly clientId?: string;
 }
 
-const DEFAULT_TIMEOUT_MS = 30_000;
+/** librdkafka's default `transaction.timeout.ms`. */
+const DEFAULT_TRANSACTION_TIMEOUT_MS = 60_000;
+
+/** The transactional calls' time-out: half the transaction time-out (see the module header). */
+export function transactionCallTimeoutMs(transactionTimeout: string | undefined): number {
+  const t = transactionTimeout === undefined ? Number.NaN : Number(transactionTimeout);
+  return Math.max(1000, Math.floor((Number.isFinite(t) && t > 0 ? t : DEFAULT_TRANSACTION_TIMEOUT_MS) / 2));
+}
+
+/** A time-out of a resumable call (commit, abort) as `TransactionCallTimedOutError`; others unchanged. */
+function resumable(operation: string, e: unknown): unknown {
+  if (!(e instanceof RetriableError) || e.context['kafkaCode'] !== KAFKA_CODES.ERR__TIMED_OUT) return e;
+  if (operation === 'commit-transaction') return new TransactionCallTimedOutError('commitTransaction', `${e.message}: the commit goes on in the background; resume it by committing again`, { cause: e, context: e.context });
+  if (operation === 'abort-transaction') return new TransactionCallTimedOutError('abortTransaction', `${e.message}: the abort goes on in the background; resume it by aborting again`, { cause: e, context: e.context });
+  return e;
+}
 
 function buffer(v: Uint8Array | string | null | undefined): Buffer | null {
   if (v === null || v === undefined) return null;
@@ -38,12 +61,15 @@ function buffer(v: Uint8Array | string | null | undefined): Buffer | null {
 
 export class ConfluentTransactionalProducer implements TransactionalProducer {
   readonly transactionalId: string;
+  /** Default time-out of the transactional calls (ms). */
+  readonly callTimeoutMs: number;
   readonly #producer: ProducerClient;
   #fenced = false;
 
-  private constructor(transactionalId: string, producer: ProducerClient) {
+  private constructor(transactionalId: string, producer: ProducerClient, callTimeoutMs: number) {
     this.transactionalId = transactionalId;
     this.#producer = producer;
+    this.callTimeoutMs = callTimeoutMs;
   }
 
   static async connect(options: ProducerOptions): Promise<ConfluentTransactionalProducer> {
@@ -54,7 +80,8 @@ export class ConfluentTransactionalProducer implements TransactionalProducer {
     await call<unknown>('connect', (cb) => producer.connect({ timeout: 10_000 }, cb));
     // Serve librdkafka's events (errors, fatal errors) without a JS timer.
     producer.setPollInBackground(true);
-    return new ConfluentTransactionalProducer(options.transactionalId, producer);
+    const timeout = config['transaction.timeout.ms'];
+    return new ConfluentTransactionalProducer(options.transactionalId, producer, transactionCallTimeoutMs(timeout === undefined ? undefined : String(timeout)));
   }
 
   /** True once this producer was seen fenced; it can never commit again. */
@@ -67,11 +94,11 @@ export class ConfluentTransactionalProducer implements TransactionalProducer {
       await call(operation, run, () => this.#fenced);
     } catch (e) {
       if (isFenced(e)) this.#fenced = true;
-      throw e;
+      throw resumable(operation, e);
     }
   }
 
-  initTransactions(timeoutMs = DEFAULT_TIMEOUT_MS): Promise<void> {
+  initTransactions(timeoutMs = this.callTimeoutMs): Promise<void> {
     return this.txn('init-transactions', (cb) => this.#producer.initTransactions(timeoutMs, cb));
   }
 
@@ -101,7 +128,7 @@ export class ConfluentTransactionalProducer implements TransactionalProducer {
     }
   }
 
-  sendOffsetsToTransaction(offsets: readonly TopicPartitionOffset[], group: ConsumerGroupMetadata, timeoutMs = DEFAULT_TIMEOUT_MS): Promise<void> {
+  sendOffsetsToTransaction(offsets: readonly TopicPartitionOffset[], group: ConsumerGroupMetadata, timeoutMs = this.callTimeoutMs): Promise<void> {
     const consumer = consumerOf(group);
     if (consumer === undefined) {
       return Promise.reject(new ConfigError('sendOffsetsToTransaction needs group metadata from a ConfluentKafkaSource'));
@@ -110,11 +137,11 @@ export class ConfluentTransactionalProducer implements TransactionalProducer {
     return this.txn('send-offsets', (cb) => this.#producer.sendOffsetsToTransaction(tpos, consumer, timeoutMs, cb));
   }
 
-  commitTransaction(timeoutMs = DEFAULT_TIMEOUT_MS): Promise<void> {
+  commitTransaction(timeoutMs = this.callTimeoutMs): Promise<void> {
     return this.txn('commit-transaction', (cb) => this.#producer.commitTransaction(timeoutMs, cb));
   }
 
-  abortTransaction(timeoutMs = DEFAULT_TIMEOUT_MS): Promise<void> {
+  abortTransaction(timeoutMs = this.callTimeoutMs): Promise<void> {
     return this.txn('abort-transaction', (cb) => this.#producer.abortTransaction(timeoutMs, cb));
   }
 

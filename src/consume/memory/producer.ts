@@ -8,13 +8,17 @@
  * - `sendOffsetsToTransaction` presents the consumer's live membership (member id, generation) to the
  *   group; a member that left, was removed, or has not caught up with the group's generation gets
  *   `TransactionAbortRequiredError` (KIP-447), and the transaction can then only be aborted.
+ * - A time-out queued with `timeOutNext` (commit or abort) behaves as librdkafka's: the call rejects with
+ *   `TransactionCallTimedOutError` and stays pending; calling the same method again resumes (and
+ *   completes) it, and any other transactional call meanwhile rejects with a retriable conflict
+ *   (`ERR__CONFLICT`), for as long as the pending call is not resumed.
  * - `close` leaves an open transaction open: it holds the last stable offset back until a new
  *   incarnation's `initTransactions` aborts it.
  *
  * Owns: one producer incarnation. Must not: retry or decide about the cycle.
  */
-import { ConfigError } from '../../core/errors.ts';
-import { TransactionAbortRequiredError, fencedError, partitionKey } from '../port.ts';
+import { ConfigError, RetriableError } from '../../core/errors.ts';
+import { TransactionAbortRequiredError, TransactionCallTimedOutError, fencedError, partitionKey } from '../port.ts';
 import type { ConsumerGroupMetadata, OutgoingRecord, TopicPartitionOffset, TransactionalProducer } from '../port.ts';
 import { stateError } from './broker.ts';
 import type { Broker } from './broker.ts';
@@ -24,6 +28,9 @@ import { membershipOf } from './group.ts';
 import { storedRecord } from './log.ts';
 import type { Txn } from './log.ts';
 
+/** The transactional calls librdkafka can resume after a time-out. */
+export type ResumableCall = 'commitTransaction' | 'abortTransaction';
+
 export class MemoryTransactionalProducer implements TransactionalProducer {
   readonly transactionalId: string;
   readonly #broker: Broker;
@@ -31,6 +38,10 @@ export class MemoryTransactionalProducer implements TransactionalProducer {
   #txn: Txn | undefined;
   #fenced = false;
   #closed = false;
+  /** Time-outs queued by `timeOutNext`, per method, fired in order. */
+  readonly #timeOuts: ResumableCall[] = [];
+  /** A resumable call that timed out and was not resumed yet. */
+  #pending: ResumableCall | undefined;
 
   constructor(broker: Broker, transactionalId: string) {
     if (transactionalId === '') throw new ConfigError('the transactional.id may not be empty');
@@ -53,6 +64,16 @@ export class MemoryTransactionalProducer implements TransactionalProducer {
     this.#broker.faults.add(this.transactionalId, operation, fault instanceof Error ? rejectCall(fault) : fault);
   }
 
+  /** The next `operation` call times out (nothing happens yet) and stays pending until called again. */
+  timeOutNext(operation: ResumableCall): void {
+    this.#timeOuts.push(operation);
+  }
+
+  /** The timed-out call waiting to be resumed, if any. */
+  get pendingCall(): ResumableCall | undefined {
+    return this.#pending;
+  }
+
   initTransactions(): Promise<void> {
     return this.#call('initTransactions', () => {
       if (this.#closed) throw stateError('initTransactions', 'the producer is closed');
@@ -64,6 +85,7 @@ export class MemoryTransactionalProducer implements TransactionalProducer {
   beginTransaction(): Promise<void> {
     return this.#call('beginTransaction', () => {
       const epoch = this.#live('beginTransaction');
+      this.#noConflict('beginTransaction');
       if (this.#txn?.state === 'open') throw stateError('beginTransaction', 'a transaction is already open');
       this.#txn = this.#broker.beginTransaction(this.transactionalId, epoch);
     });
@@ -72,6 +94,7 @@ export class MemoryTransactionalProducer implements TransactionalProducer {
   send(records: readonly OutgoingRecord[]): Promise<void> {
     return this.#call('send', () => {
       const txn = this.#open('send');
+      this.#noConflict('send');
       this.#abortable(txn, 'send');
       const now = this.#broker.now();
       // Every record's partition is resolved before any is appended: an unknown topic appends nothing.
@@ -86,6 +109,7 @@ export class MemoryTransactionalProducer implements TransactionalProducer {
   sendOffsetsToTransaction(offsets: readonly TopicPartitionOffset[], group: ConsumerGroupMetadata): Promise<void> {
     return this.#call('sendOffsetsToTransaction', () => {
       const txn = this.#open('sendOffsetsToTransaction');
+      this.#noConflict('sendOffsetsToTransaction');
       this.#abortable(txn, 'sendOffsetsToTransaction');
       const member = membershipOf(group);
       if (member === undefined) throw new ConfigError('sendOffsetsToTransaction needs group metadata from a MemoryKafkaSource of the same cluster');
@@ -108,14 +132,19 @@ export class MemoryTransactionalProducer implements TransactionalProducer {
   commitTransaction(): Promise<void> {
     return this.#call('commitTransaction', () => {
       const txn = this.#open('commitTransaction');
+      this.#noConflict('commitTransaction');
       this.#abortable(txn, 'commitTransaction');
+      this.#maybeTimeOut('commitTransaction');
       this.#broker.endTransaction(txn, true);
     });
   }
 
   abortTransaction(): Promise<void> {
     return this.#call('abortTransaction', () => {
-      this.#broker.endTransaction(this.#open('abortTransaction'), false);
+      const txn = this.#open('abortTransaction');
+      this.#noConflict('abortTransaction');
+      this.#maybeTimeOut('abortTransaction');
+      this.#broker.endTransaction(txn, false);
     });
   }
 
@@ -149,6 +178,28 @@ export class MemoryTransactionalProducer implements TransactionalProducer {
     const txn = this.#txn;
     if (txn?.state !== 'open') throw stateError(operation, 'no transaction is open');
     return txn;
+  }
+
+  /** librdkafka's rule: while a timed-out call is pending, only that same call may be made (it resumes). */
+  #noConflict(operation: ProducerOperation): void {
+    const pending = this.#pending;
+    if (pending === undefined) return;
+    if (pending !== operation) {
+      throw new RetriableError(`Kafka ${operation} failed: Conflicting ${pending} API call is already in progress (ERR__CONFLICT)`, {
+        context: { operation, kafkaError: 'ERR__CONFLICT', pending },
+      });
+    }
+    this.#pending = undefined; // resumed: it runs to completion now
+  }
+
+  #maybeTimeOut(operation: ResumableCall): void {
+    const i = this.#timeOuts.indexOf(operation);
+    if (i < 0) return;
+    this.#timeOuts.splice(i, 1);
+    this.#pending = operation;
+    throw new TransactionCallTimedOutError(operation, `Kafka ${operation} failed: Transactional API operation timed out (ERR__TIMED_OUT): it goes on in the background; call ${operation} again`, {
+      context: { operation, kafkaError: 'ERR__TIMED_OUT', injected: true },
+    });
   }
 
   #abortable(txn: Txn, operation: string): void {

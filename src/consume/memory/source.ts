@@ -272,11 +272,13 @@ export class MemoryKafkaSource implements KafkaSource {
       if (from === undefined) continue;
       const { records, next } = log.readCommitted(from, max - out.length);
       a.fetch = next;
+      // librdkafka moves the application's position past the transaction markers (and aborted records)
+      // it consumed too, so a partition ending in a commit marker is read to its high watermark.
+      if (next > (a.app ?? -1n)) a.app = next;
       const first = records[0];
       const last = records.at(-1);
       if (first === undefined || last === undefined) continue;
       a.firstReturned ??= first.offset;
-      a.app = last.offset + 1n;
       out.push(...records);
     }
     return out;

@@ -233,11 +233,11 @@ test('control records deleted by retention before they were applied stop the tab
 });
 
 test('watermark: idle and caught-up partitions do not hold it back; a lagging one does; it never regresses', () => {
-  const cycle = (log: ControlLog, c: string, ts0: number, ts1: number, others: PartitionAssignment[]): void => {
+  const cycle = (log: ControlLog, c: string, ts0: number, ts1: number, others: PartitionAssignment[], caughtUpAtMs: number | null = 9000): void => {
     log.transaction(
       0,
       [announcement(0, c, [file(`${c}-f`)], [span('orders', 0, 0n, 9n, ts0), span('orders', 1, 0n, 9n, ts1)])],
-      cycleComplete(0, c, [busy('orders', 0, 10n, ts0), busy('orders', 1, 10n, ts1), ...others]),
+      { ...cycleComplete(0, c, [busy('orders', 0, 10n, ts0), busy('orders', 1, 10n, ts1), ...others]), ...(caughtUpAtMs === null ? {} : { caughtUpAtMs }) },
     );
   };
   // four idle partitions (one never had a record) and one busy only with another table: W = min(5000, 7000)
@@ -270,11 +270,35 @@ test('watermark: idle and caught-up partitions do not hold it back; a lagging on
   assert.equal(d.validThroughTs, 5000);
 
   // catching up in bounded reads (control partitions read to different depths): the commit lands, W stays put
-  const e = round(emptyTable(), idleLog, { readToEnd: false });
+  const lagE = round(emptyTable(), idleLog, { readToEnd: false });
+  assert.ok(lagE.kind === 'commit');
+  assert.equal(lagE.validThroughTs, undefined);
+  const lagF = round(md, idleLog, { readToEnd: false });
+  assert.equal(lagF.kind === 'commit' ? lagF.validThroughTs : lagF.kind, 5000);
+
+  // a caught-up report vouches only for the time it was taken: idle partitions seen caught up at 4000 hold W there
+  const early = new ControlLog(1);
+  cycle(early, 'c1', 5000, 7000, [idle('orders', 2, 0n), idle('orders', 3, 50n, 10)], 4000);
+  const e = round(emptyTable(), early);
   assert.ok(e.kind === 'commit');
-  assert.equal(e.validThroughTs, undefined);
-  const f = round(md, idleLog, { readToEnd: false });
-  assert.equal(f.kind === 'commit' ? f.validThroughTs : f.kind, 5000);
+  assert.equal(e.validThroughTs, 4000);
+
+  // a caught-up report without a time (an older task) vouches only for the records it consumed
+  const untimed = new ControlLog(1);
+  cycle(untimed, 'c1', 5000, 7000, [idle('orders', 3, 50n, 10)], null);
+  const f = round(emptyTable(), untimed);
+  assert.ok(f.kind === 'commit');
+  assert.equal(f.validThroughTs, 10);
+
+  // a source partition the committer knows of that no report in the buffer covers (another task's, idle
+  // since before the table's position) holds W where it was; its remembered report vouches up to its time
+  const g = round(emptyTable(), idleLog, { sources: { partitions: new Set(['orders/0', 'orders/1', 'orders/9']) } });
+  assert.ok(g.kind === 'commit');
+  assert.equal(g.validThroughTs, undefined);
+  const remembered = { assignment: idle('orders', 9, 3n, 2), caughtUpAtMs: 4500 };
+  const h = round(emptyTable(), idleLog, { sources: { partitions: new Set(['orders/9']), reports: new Map([['orders/9', remembered]]) } });
+  assert.ok(h.kind === 'commit');
+  assert.equal(h.validThroughTs, 4500);
 });
 
 test('commit id: the same inputs give the same id; a restarted committer finds a commit that landed', () => {

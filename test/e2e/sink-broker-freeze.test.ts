@@ -1,0 +1,99 @@
+/**
+ * A transactional call that times out (issue 9 point 5, review S1/O7), on the real broker.
+ *
+ * One worker, one task, a 1 s commit interval and `producer.override.transaction.timeout.ms=6000`, so
+ * the task's transactional calls time out after 3 s (half the transaction time-out; librdkafka caps
+ * sendOffsetsToTransaction at the transaction's remaining time). The Kafka broker is
+ * frozen (SIGSTOP) right after a second batch reached the task, for longer than two such calls: the
+ * cycle's sendOffsetsToTransaction times out, and so does the abort that follows. librdkafka keeps the
+ * timed-out abort pending until it is called again; before the fix the task never called it again, so
+ * every later beginTransaction failed with ERR__CONFLICT and the task stalled for good (while RUNNING).
+ * With the fix the task resumes the abort, deletes the cycle's files, re-reads the batch and commits by
+ * itself within a minute of the broker's return. Counted by Kafka coordinates: every record once.
+ *
+ * The broker is shared: the freeze is kept short (14 s) and SIGCONT is sent in every exit path.
+ */
+import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { test } from 'node:test';
+import { assertExactlyOnce } from '../helpers/exactly-once.ts';
+import { sleep, unique } from '../helpers/kafka.ts';
+import { committedRecords, e2eResources, produceJson, sinkConnector, stopWorker, uniqueIdent, waitCommitted } from '../helpers/sink-e2e.ts';
+import { stackEndpoints } from '../helpers/stack.ts';
+import { startWorker } from '../helpers/worker.ts';
+
+const FREEZE_MS = 14_000;
+
+function brokerPid(): number {
+  const pid = Number(readFileSync(join(stackEndpoints().run, 'pids', 'kafka-1.pid'), 'utf8').trim());
+  if (!Number.isSafeInteger(pid) || pid <= 1) throw new Error(`no Kafka broker pid in ${stackEndpoints().run}/pids/kafka-1.pid`);
+  return pid;
+}
+
+test('a broker frozen past the transactional call time-out: the task resumes the call and commits again by itself, once', { timeout: 240_000 }, async (t) => {
+  const res = await e2eResources(t);
+  const name = unique('bfreeze');
+  const topic = unique('bfreeze-src');
+  const control = unique('bfreeze-control');
+  const table = `${uniqueIdent('e2e_bfreeze')}.events`;
+  res.topics.push(topic, control);
+  res.tables.push(table);
+  const batch = (from: number, n: number): { partition: number; key: string; value: unknown }[] =>
+    Array.from({ length: n }, (_, i) => ({ partition: 0, key: `k${from + i}`, value: { id: from + i } }));
+  const first = await produceJson(topic, 1, batch(0, 200));
+
+  const w = startWorker({
+    worker: { 'icefloe.tasks.mode': 'in-process' },
+    connectors: [
+      sinkConnector({
+        name,
+        topics: topic,
+        controlTopic: control,
+        config: {
+          'value.converter': 'org.apache.kafka.connect.json.JsonConverter',
+          'value.converter.schemas.enable': 'false',
+          'iceberg.tables': table,
+          'iceberg.tables.auto-create-enabled': 'true',
+          'iceberg.control.commit.interval-ms': '1000',
+          'producer.override.transaction.timeout.ms': '6000',
+        },
+      }),
+    ],
+  });
+  res.workers.push(w);
+  await waitCommitted(w, table, first.length, 120_000);
+
+  const pid = brokerPid();
+  const thaw = (): void => {
+    try {
+      process.kill(pid, 'SIGCONT');
+    } catch {
+      // gone
+    }
+  };
+  t.after(thaw); // never leave the shared broker stopped
+  const second = await produceJson(topic, 1, batch(200, 100));
+  await sleep(300); // the task's fetch returns the batch; its next cycle (<= 1 s) runs into the frozen broker
+  const lines = w.lines.length;
+  let resumedAt: number;
+  process.kill(pid, 'SIGSTOP');
+  try {
+    await sleep(FREEZE_MS);
+  } finally {
+    thaw();
+    resumedAt = Date.now();
+  }
+  const produced = [...first, ...second];
+  await waitCommitted(w, table, produced.length, 60_000);
+  const recoveredMs = Date.now() - resumedAt;
+  const during = w.lines.slice(lines).filter((l) => l.startsWith('{')).map((l) => JSON.parse(l) as Record<string, unknown>);
+  const timedOut = during.filter((l) => l['msg'] === 'transaction call timed out; resuming it');
+  t.diagnostic(`timed-out calls resumed: ${JSON.stringify(timedOut.map((l) => ({ call: l['call'], attempt: l['attempt'] })))}; committed again ${recoveredMs} ms after the broker resumed`);
+  assert.ok(timedOut.length > 0, 'a transactional call timed out while the broker was frozen (the scenario happened)');
+  assert.equal(during.filter((l) => /ERR__CONFLICT|Conflicting/.test(String(l['error']))).length, 0, 'no call ran into a pending one');
+  await stopWorker(w);
+  assert.equal(committedRecords(w, table), produced.length);
+  const report = await assertExactlyOnce(table, produced);
+  t.diagnostic(`${table}: ${report.rows} rows in ${report.snapshots} snapshots`);
+});
