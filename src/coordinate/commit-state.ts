@@ -324,6 +324,18 @@ export function planTableCommit(input: TableCommitInput): TablePlan {
       oldest,
     );
   }
+  const unordered = overlap.dropped[0];
+  if (unordered !== undefined && (input.logStartOffsets?.size ?? 1) > 1) {
+    // With several control partitions a committer catching up reads them to different depths, so one source
+    // partition's announcements may be applied out of order: "wholly covered" could then be a later cycle's
+    // range covering an earlier one that was never applied. Fail closed instead of dropping.
+    const g = unordered.group;
+    const at = { partition: g.partition, offset: firstOffsetOf(g) };
+    return stopped(
+      stop('source-overlap', `${tableName}: the announcement at control ${at.partition}@${at.offset} carries source records the table already holds; with ${input.logStartOffsets?.size} control partitions it is not dropped (the order of announcements across control partitions is not guaranteed): check the table's rows for those offsets, then --adopt or --reapply`, at),
+      oldest,
+    );
+  }
   return commitPlan(input, eff, included, { kept: overlap.kept, dropped: overlap.dropped, applied: overlap.applied }, notIncluded.length, cycleCompletes, common);
 }
 

@@ -14,8 +14,10 @@
  *
  * The rule relies on the connector applying one source partition's announcements in source-offset order.
  * That holds because a partition changes task only after the previous owner's cycle transaction committed
- * (its announcement is then below the last stable offset every later read uses), and each round reads every
- * control partition up to a last stable offset taken at its start.
+ * (its announcement is then below the last stable offset every later read uses). Across control partitions
+ * it holds only when every round reads each of them to the same point, which a committer catching up in
+ * bounded steps does not: so with more than one control partition a wholly covered announcement stops the
+ * table (commit-state.ts) instead of being dropped. The default control topic has one partition.
  *
  * Owns: the key, its codec, the overlap rule. Must not: do I/O.
  */

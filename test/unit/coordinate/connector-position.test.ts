@@ -164,6 +164,10 @@ test('D1 defence: an announcement wholly covered by applied source offsets is pa
   assert.equal(p.kind === 'commit' ? p.dropped.length : -1, 1);
   assert.equal(p.kind === 'commit' ? p.positions.get(0) : undefined, 5n, 'its position is passed');
   assert.equal(p.kind === 'commit' ? p.summary['icefloe.source-applied.orders-sink'] : undefined, '{"orders":{"0":149}}');
+  // With two control partitions the order across them is not guaranteed: a covered one stops instead of being dropped.
+  const two = plan(md, log.read(new Map([[0, 2n]])), { logStartOffsets: new Map([[0, 0n], [1, 0n]]) });
+  assert.equal(code(two), 'source-overlap');
+  assert.match(two.kind === 'stopped' ? two.reason.message : '', /2 control partitions/);
   // Partial: 50..120 overlaps 0..99 applied and brings 100..120 new.
   const partial = new ControlLog(1);
   partial.transaction(0, [announcement(0, 'c1', [file('a')], [span('orders', 0, 0n, 99n)])]);
