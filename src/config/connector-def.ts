@@ -165,8 +165,9 @@ export const CONNECTOR_CONFIG_DEF: ConfigDef = new ConfigDef()
   .definePrefix({ prefix: 'iceberg.table.', group: G_TABLES, pattern: 'iceberg.table.<table>.{commit-branch,id-columns,partition-by,route-regex}',
     doc: 'Per-table settings, the table named as in iceberg.tables (`iceberg.table.db.orders.partition-by`): partition-by overrides iceberg.tables.default-partition-by; route-regex sends a record to this table when the route field\'s value matches the whole regex (static fan-out). commit-branch and id-columns are not supported yet, like their iceberg.tables.default-* keys: any value but main (commit-branch) or empty (id-columns) fails validation.' })
   // --- Apache Iceberg sink: control topic and commits (§2.9) ----------------------------------------
-  .define({ name: 'iceberg.control.topic', type: 'STRING', default: 'control-iceberg', importance: 'MEDIUM', group: G_CONTROL, validator: validators.nonEmpty(),
-    doc: 'Topic that carries the file announcements of every commit cycle (created if missing, see icefloe.control.topic.*). Give each connector its own, or share one: announcements carry the connector\'s group id.' })
+  .define({ name: 'iceberg.control.topic', type: 'STRING', default: null, importance: 'MEDIUM', group: G_CONTROL, validator: validators.nonEmpty(),
+    defaultDoc: 'icefloe-control-<connector name>',
+    doc: 'Topic that carries the file announcements of every commit cycle (created if missing, see icefloe.control.topic.*). The default is the connector\'s own topic, `icefloe-control-` and its name (characters a topic name cannot hold become `_`), unlike the Apache sink\'s shared `control-iceberg`. Connectors may share one topic by naming it: announcements carry the connector\'s name.' })
   .define({ name: 'iceberg.control.group-id-prefix', type: 'STRING', default: 'cg-control-', importance: 'LOW', group: G_CONTROL,
     doc: 'Prefix of the Java sink\'s transient control-topic consumer groups. Accepted for compatibility; Icefloe\'s committer reads the control topic by assignment and keeps its positions in the table snapshots, so it creates no such groups.' })
   .define({ name: 'iceberg.connect.group-id', type: 'STRING', default: null, importance: 'LOW', group: G_CONTROL, defaultDoc: 'null (connect-<name>)',
@@ -225,4 +226,12 @@ export const CONNECTOR_CONFIG_DEF: ConfigDef = new ConfigDef()
     validator: validators.custom('-1 or at least 3600000', (v) => (typeof v === 'number' && v !== -1 && v < 3_600_000 ? 'Value must be -1 (unlimited) or at least 3600000 (1 hour)' : undefined)),
     doc: 'Retention of the control topic when Icefloe creates it (default 7 days). Announcements not yet committed must outlive any committer outage, so keep it long; Icefloe warns when the oldest unapplied announcement nears it.' })
   .define({ name: 'icefloe.control.topic.auto-create', type: 'BOOLEAN', default: 'true', importance: 'LOW', group: G_ICEFLOE,
-    doc: 'Create the control topic (compaction off, the partitions, replication and retention above) when it does not exist. Off: a missing control topic fails the connector.' });
+    doc: 'Create the control topic (compaction off, the partitions, replication and retention above) when it does not exist. Off: a missing control topic fails the connector.' })
+  .define({ name: 'icefloe.control.topic.min-retention-ms', type: 'LONG', default: String(DAY_MS), importance: 'LOW', group: G_ICEFLOE, validator: validators.range(1),
+    doc: 'The shortest `retention.ms` of the control topic the worker starts with (default 24 hours). At start the worker reads the topic\'s configuration and refuses a `cleanup.policy` other than `delete`, a finite `retention.bytes`, or a `retention.ms` below this: each would let unapplied announcements disappear before a stopped table is repaired.' })
+  .define({ name: 'icefloe.control.topic.check-config', type: 'BOOLEAN', default: 'true', importance: 'LOW', group: G_ICEFLOE,
+    doc: 'Read the control topic\'s configuration at start (DescribeConfigs over PLAINTEXT or SSL) and refuse an unsafe one (see icefloe.control.topic.min-retention-ms). Turn it off only where the worker cannot read topic configs (SASL listeners): the worker then warns, trusts the topic as configured, and measures the retention alarms against icefloe.control.topic.retention-ms.' })
+  .define({ name: 'icefloe.control.retention-alarm-ratio', type: 'DOUBLE', default: '0.5', importance: 'MEDIUM', group: G_ICEFLOE, validator: validators.range(0.01, 1),
+    doc: 'Share of the control topic\'s `retention.ms`: when a table\'s oldest unapplied announcement is older than this, the worker logs an error and marks the table `retentionAlarm` in its status.' })
+  .define({ name: 'icefloe.control.retention-stop-ratio', type: 'DOUBLE', default: '0.8', importance: 'MEDIUM', group: G_ICEFLOE, validator: validators.range(0.01, 1),
+    doc: 'Share of the control topic\'s `retention.ms`: when a table\'s oldest unapplied announcement is older than this, the worker fails the connector\'s tasks (nothing more is acknowledged to Kafka) before retention can delete an announcement. Must be above icefloe.control.retention-alarm-ratio.' });

@@ -231,6 +231,11 @@ export interface KafkaAdmin {
   /** Partition count of an existing topic. */
   partitionCount(topic: string): Promise<number>;
   watermarks(topic: string): Promise<Watermarks[]>;
+  /**
+   * The topic's configuration as the broker reports it (DescribeConfigs: `cleanup.policy`,
+   * `retention.ms`, `retention.bytes`, ...; broker defaults included).
+   */
+  topicConfigs(topic: string): Promise<Readonly<Record<string, string>>>;
   close(): Promise<void>;
 }
 

@@ -48,6 +48,8 @@ export interface TableCommitStatus {
   readonly lastSnapshotId?: bigint;
   readonly lastCommitMs?: number;
   readonly validThroughTs?: number;
+  /** Kafka timestamp (ms) of the oldest announcement for the table not yet applied (the retention guard's input). */
+  readonly oldestUnappliedMs?: number;
 }
 
 export interface CommitRecord {
@@ -78,6 +80,8 @@ export class ConnectorCommitter {
   private readonly existing = new Set<string>();
   /** Consecutive failed rounds per table (for the log; the table is retried every round). */
   private readonly failures = new Map<string, number>();
+  /** Each table's control positions as last read from it (to date what it still waits for when it cannot be read). */
+  private readonly knownPositions = new Map<string, ReadonlyMap<number, bigint>>();
 
   constructor(deps: CommitterDeps) {
     this.d = deps;
@@ -112,6 +116,7 @@ export class ConnectorCommitter {
         const n = (this.failures.get(name) ?? 0) + 1;
         this.failures.set(name, n);
         this.log.warn('table commit failed; retrying next round', { table: name, consecutive: n, error: e.message });
+        this.setOldestUnapplied(name, this.oldestBuffered(ref));
         keepBuffer = true;
         continue;
       }
@@ -229,12 +234,16 @@ export class ConnectorCommitter {
         isFileMissing: (path) => missing.has(path),
         logStartOffsets: logStart,
       });
+      if (positions.kind === 'positions') this.knownPositions.set(name, positions.positions);
+      const oldestUnapplied = plan.oldestUnappliedAgeMs === undefined ? undefined : this.now() - plan.oldestUnappliedAgeMs;
       if (plan.kind === 'stopped') {
         this.stop(name, plan.reason);
+        this.setOldestUnapplied(name, oldestUnapplied ?? this.oldestBuffered(ref));
         return { plan };
       }
       if (plan.kind === 'nothing') {
         this.running(name, {});
+        this.setOldestUnapplied(name, oldestUnapplied);
         return { plan };
       }
       const outcome = await appendFiles({ catalog: this.catalog, store: this.d.store }, id, {
@@ -264,6 +273,7 @@ export class ConnectorCommitter {
         if (this.commits.length > 10_000) this.commits.splice(0, this.commits.length - 10_000);
       }
       this.running(name, { lastSnapshotId: snapshot, lastCommitMs: this.now(), validThroughTs: plan.validThroughTs });
+      this.setOldestUnapplied(name, oldestUnapplied);
       this.log.info('table committed', {
         table: name,
         snapshotId: snapshot?.toString(),
@@ -300,6 +310,29 @@ export class ConnectorCommitter {
     }
     if (this.existing.size > 100_000) this.existing.clear(); // a cache, not a record
     return missing;
+  }
+
+  /**
+   * The oldest buffered announcement for a table at or past its last known positions (all of them when
+   * it was never read): what it waits for when it cannot be planned (catalog unreachable, stopped early).
+   */
+  private oldestBuffered(ref: TableRef): number | undefined {
+    const name = tableRefString(ref);
+    const known = this.knownPositions.get(name);
+    let oldest: number | undefined;
+    for (const r of this.buffer) {
+      if (!('event' in r) || r.event.type !== 'announcement' || r.event.connector !== this.d.connector.name || r.timestampMs === undefined) continue;
+      if (r.offset < (known?.get(r.partition) ?? 0n) || tableRefString(r.event.table) !== name) continue;
+      if (oldest === undefined || r.timestampMs < oldest) oldest = r.timestampMs;
+    }
+    return oldest;
+  }
+
+  private setOldestUnapplied(name: string, oldestMs: number | undefined): void {
+    const prior = this.status.get(name);
+    const next: TableCommitStatus = { ...(prior ?? { table: name, state: 'RUNNING' }), ...(oldestMs === undefined ? {} : { oldestUnappliedMs: oldestMs }) };
+    if (oldestMs === undefined) delete (next as { oldestUnappliedMs?: number }).oldestUnappliedMs;
+    this.status.set(name, next);
   }
 
   private timestampOf(partition: number, offset: bigint): number | undefined {

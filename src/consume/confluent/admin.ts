@@ -9,6 +9,8 @@
  * id from that line, validated as Kafka's 22-character base64url UUID. A librdkafka upgrade that changes
  * the line fails the admin integration test, not silently.
  *
+ * Topic configs come from topic-configs.ts (the binding has no DescribeConfigs).
+ *
  * Owns: admin calls and their translation. Must not: delete or alter topics it did not create (deleteTopic
  * exists for tests and tools).
  */
@@ -16,6 +18,7 @@ import { RetriableError } from '../../core/errors.ts';
 import type { KafkaAdmin, TopicSpec, Watermarks } from '../port.ts';
 import { KAFKA_CODES, translateKafkaError } from './errors.ts';
 import { RdKafka, call, sync } from './internal.ts';
+import { describeTopicConfigs } from './topic-configs.ts';
 import { adminConfig, clusterIdFromLogLine, offsetFromNumber, splitTopicConfig, uuidFromHalves } from './settings.ts';
 import type { ClientSettings } from './settings.ts';
 
@@ -97,6 +100,10 @@ export class ConfluentKafkaAdmin implements KafkaAdmin {
       return v;
     };
     return partitions.map((partition) => ({ topic, partition, low: at(low, partition), high: at(high, partition), lastStable: at(stable, partition) }));
+  }
+
+  topicConfigs(topic: string): Promise<Readonly<Record<string, string>>> {
+    return describeTopicConfigs(this.#config, topic);
   }
 
   async clusterId(): Promise<string> {

@@ -84,6 +84,9 @@ class MemoryAdmin implements KafkaAdmin {
   watermarks(): Promise<Watermarks[]> {
     return Promise.reject(new Error('not in this test'));
   }
+  topicConfigs(): Promise<Record<string, string>> {
+    return Promise.reject(new Error('not in this test'));
+  }
   close(): Promise<void> {
     return Promise.resolve();
   }
