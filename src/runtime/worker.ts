@@ -80,15 +80,16 @@ export class StandaloneWorker {
     const log = this.d.log.child({ connector: connector.name });
     const { retentionMs } = await this.d.prepareConnector(connector);
     const { committer, close } = await this.d.createCommitter(connector);
-    let running: RunningConnector | undefined;
+    // The loop's first round comes an interval or a wake later, after `running` below is set.
+    const self: { running?: RunningConnector } = {};
     const loop = new CommitterLoop(committer, {
       intervalMs: connector.control.commitIntervalMs,
       log,
       afterRound: () => {
-        if (running !== undefined) this.checkHealth(running, log);
+        if (self.running !== undefined) this.checkHealth(self.running, log);
       },
     });
-    running = { config: connector, tasks: [], committer, closeCommitter: close, loop, retentionMs, health: { tables: [] }, failure: undefined, alarmed: new Set() };
+    const running: RunningConnector = (self.running = { config: connector, tasks: [], committer, closeCommitter: close, loop, retentionMs, health: { tables: [] }, failure: undefined, alarmed: new Set() });
     this.connectors.set(connector.name, running);
     for (let t = 0; t < connector.tasksMax; t++) {
       const handle = this.d.startTask(connector, t, () => loop.wake());

@@ -131,3 +131,18 @@ test('a schema change ends the cycle first: each announcement holds one schema',
   assert.equal(cycles[0]?.['records'], 10, 'the cycle ended before the first record of the new schema');
   assert.deepEqual(await commitAll(rig), expected({ 0: [...before, ...after] }));
 });
+
+test('a task failed by the worker abandons its open cycle: nothing more is committed, its trace names why', async (t) => {
+  const rig = await new Rig({ config: { 'icefloe.commit.max-records': '1000000' } }).init();
+  t.after(() => rig.close());
+  rig.produce(0, 25);
+  const task = rig.startTask(0);
+  await until('records read into the open cycle', () => task.task.metrics.recordsConsumed === 25);
+  task.task.fail('table db.orders stopped (positions-malformed: bad key)');
+  const error = await task.ended;
+  assert.equal(task.task.state, 'FAILED');
+  assert.match(task.task.trace ?? '', /table db\.orders stopped \(positions-malformed: bad key\)/);
+  assert.match(String(error), /table db\.orders stopped/);
+  assert.equal(rig.committedOffset(0), null, 'no offset was committed for the abandoned cycle');
+  assert.equal(rig.committedAnnouncements(), 0, 'nothing was announced');
+});
