@@ -216,6 +216,12 @@ export class ConnectorCommitter {
         table = await this.catalog.loadTable(id);
       } catch (e) {
         if (e instanceof NoSuchTableError) {
+          // Dropped with nothing waiting for it (perhaps about to be recreated): nothing to stop for.
+          if (this.unappliedBuffered(ref).length === 0) {
+            this.running(name, {});
+            this.setOldestUnapplied(name, undefined);
+            return { plan: undefined };
+          }
           this.stop(name, { code: 'table-uuid-mismatch', message: `${name}: announced files wait for a table that does not exist (dropped?)`, context: {} });
           return { plan: undefined };
         }
@@ -317,15 +323,22 @@ export class ConnectorCommitter {
    * it was never read): what it waits for when it cannot be planned (catalog unreachable, stopped early).
    */
   private oldestBuffered(ref: TableRef): number | undefined {
+    let oldest: number | undefined;
+    for (const r of this.unappliedBuffered(ref)) if (r.timestampMs !== undefined && (oldest === undefined || r.timestampMs < oldest)) oldest = r.timestampMs;
+    return oldest;
+  }
+
+  private unappliedBuffered(ref: TableRef): ControlRecordRead[] {
     const name = tableRefString(ref);
     const known = this.knownPositions.get(name);
-    let oldest: number | undefined;
-    for (const r of this.buffer) {
-      if (!('event' in r) || r.event.type !== 'announcement' || r.event.connector !== this.d.connector.name || r.timestampMs === undefined) continue;
-      if (r.offset < (known?.get(r.partition) ?? 0n) || tableRefString(r.event.table) !== name) continue;
-      if (oldest === undefined || r.timestampMs < oldest) oldest = r.timestampMs;
-    }
-    return oldest;
+    return this.buffer.filter(
+      (r) =>
+        'event' in r &&
+        r.event.type === 'announcement' &&
+        r.event.connector === this.d.connector.name &&
+        r.offset >= (known?.get(r.partition) ?? 0n) &&
+        tableRefString(r.event.table) === name,
+    );
   }
 
   private setOldestUnapplied(name: string, oldestMs: number | undefined): void {

@@ -11,6 +11,8 @@
  *
  * - A schema change ends the cycle first (files of one announcement share one schema id), then evolves
  *   the table in the catalog, reloads it and writes with the ids the catalog returned.
+ * - A table dropped or recreated while the task runs is noticed at the end of the cycle (complete()
+ *   loads it again and compares its UUID): the cycle is abandoned and re-read into the table as it is now.
  * - A deterministic problem with a record (bad bytes, a value that does not fit, a record routed
  *   nowhere) fails the task with the record's coordinates, or — by configuration — is skipped and
  *   counted. Infrastructure errors are thrown to the task loop, which retries the cycle.
@@ -18,7 +20,7 @@
  * Owns: the tables a task writes, routing and error tolerance per record. Must not: touch Kafka offsets
  * or transactions (the channel does).
  */
-import { DataError } from '../core/errors.ts';
+import { DataError, RetriableError } from '../core/errors.ts';
 import type { Logger } from '../core/log.ts';
 import type { ConnectorConfig } from '../config/connector-config.ts';
 import type { ConverterKind } from '../config/converters.ts';
@@ -129,8 +131,14 @@ export class SinkWriter implements CycleWriter {
     return this.appendAll(r, tables, probe);
   }
 
-  /** Closes and uploads every table's open files (the channel announces them). */
+  /**
+   * Closes and uploads every table's open files (the channel announces them). First each table with
+   * records is loaded again: a table dropped or replaced since it was opened (a new UUID) would make the
+   * announcement unappliable, so the cycle is abandoned instead (the channel rewinds and the records are
+   * written again, to the table as it is now).
+   */
   async complete(): Promise<CycleTableFiles[]> {
+    await this.checkTablesCurrent();
     const out: CycleTableFiles[] = [];
     for (const sink of this.sinks.values()) {
       if (sink.records === 0) continue;
@@ -138,6 +146,25 @@ export class SinkWriter implements CycleWriter {
       out.push({ table: c.table.identifier, tableUuid: c.table.metadata.tableUuid, schemaId: c.schemaId, specId: c.specId, files: c.files, spans: c.spans });
     }
     return out;
+  }
+
+  private async checkTablesCurrent(): Promise<void> {
+    for (const [name, sink] of this.sinks) {
+      if (sink.records === 0) continue;
+      const opened = sink.table.metadata.tableUuid;
+      let now: string | undefined;
+      try {
+        now = (await this.d.catalog.loadTable(parseIdentifier(name))).metadata.tableUuid;
+      } catch (e) {
+        if (!(e instanceof NoSuchTableError)) throw e;
+      }
+      if (now === opened) continue;
+      const what = now === undefined ? 'was dropped' : `was replaced (table UUID ${opened} is now ${now})`;
+      this.log.warn('table replaced while its cycle was open: the cycle is abandoned and its records are read again', { table: name, opened, now });
+      throw new RetriableError(`table ${name} ${what} since this task opened it; the cycle is abandoned and its records are written again to the table as it is now`, {
+        context: { table: name, opened, now },
+      });
+    }
   }
 
   /** Drops every table's unannounced records and files; tables are loaded afresh afterwards. */

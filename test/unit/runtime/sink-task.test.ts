@@ -8,7 +8,10 @@ import { test } from 'node:test';
 import { RetriableError } from '../../../src/core/errors.ts';
 import { appliedButFailed } from '../../../src/consume/memory/index.ts';
 import { isFenced } from '../../../src/consume/port.ts';
-import { expected, logged, Rig, sortCoordinates, TOPIC, until } from './rig.ts';
+import { expected, logged, Rig, sortCoordinates, TABLE, TOPIC, until } from './rig.ts';
+import { parseIdentifier } from '../../../src/commit/port.ts';
+import { createTable } from '../../../src/commit/table-ops.ts';
+import { currentSchema } from '../../../src/iceberg/metadata.ts';
 
 
 async function commitAll(rig: Rig): Promise<string[]> {
@@ -145,4 +148,30 @@ test('a task failed by the worker abandons its open cycle: nothing more is commi
   assert.match(String(error), /table db\.orders stopped/);
   assert.equal(rig.committedOffset(0), null, 'no offset was committed for the abandoned cycle');
   assert.equal(rig.committedAnnouncements(), 0, 'nothing was announced');
+});
+
+test('a table dropped and recreated while the task runs: the open cycle is abandoned and written again to the new table, no restart', async (t) => {
+  const rig = await new Rig({ partitions: 1 }).init();
+  t.after(() => rig.close());
+  const committer = rig.committer();
+  const first = rig.produce(0, 10); // max-records 10: one cycle, into the table as first created
+  const task = rig.startTask(0);
+  await until('the first cycle committed', () => rig.committedOffset(0) === 10n);
+  await committer.round();
+  assert.deepEqual(sortCoordinates(await rig.tableCoordinates()), expected({ 0: first }));
+  const id = parseIdentifier(TABLE);
+  const old = await rig.catalog.loadTable(id);
+  const before = rig.produce(0, 5); // into the open cycle, for the old table
+  await until('read into the open cycle', () => task.task.metrics.recordsConsumed === 15);
+  await rig.catalog.dropTable(id);
+  const recreated = await createTable({ catalog: rig.catalog, store: rig.store }, id, { schema: currentSchema(old.metadata) });
+  assert.notEqual(recreated.metadata.tableUuid, old.metadata.tableUuid);
+  const after = rig.produce(0, 5);
+  await until('the cycle committed after the rewind', () => rig.committedOffset(0) === 20n);
+  await task.stop();
+  assert.equal(task.task.state, 'STOPPED');
+  assert.equal(task.task.metrics.cyclesAborted, 1, 'the cycle written for the old table was abandoned once');
+  await committer.round();
+  assert.equal(committer.tableStatus()[0]?.state, 'RUNNING');
+  assert.deepEqual(sortCoordinates(await rig.tableCoordinates()), expected({ 0: [...before, ...after] }), 'the new table holds what came after its predecessor\'s last commit, once');
 });
