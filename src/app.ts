@@ -224,7 +224,8 @@ function startTaskProcess(spec: TaskSpec, log: Logger, onAnnounced: () => void):
       if (code === 0) resolve();
       else {
         state = { state: 'FAILED', trace: state.trace ?? failedWith ?? `task process exited with ${signal ?? `code ${code}`}` };
-        reject(new Error(`task ${spec.taskId} process exited with ${signal ?? `code ${code}`}`));
+        const why = failedWith ?? state.trace?.split('\n')[0];
+        reject(new Error(`task ${spec.taskId} process exited with ${signal ?? `code ${code}`}${why === undefined ? '' : `: ${why}`}`));
       }
     });
   });
