@@ -218,3 +218,54 @@ test('(d) a table dropped and recreated while the worker runs: later records lan
   await stopWorker(worker);
   await assertExactlyOnce(table, second);
 });
+
+test('(e) static tables [a, b], b missing, auto-create off, unrouted=skip: every record lands in a exactly once, b\'s copies counted', { timeout: TIMEOUT }, async (t) => {
+  const res = await e2eResources(t);
+  const topic = unique('ops-missing');
+  const control = unique('ops-control');
+  const name = unique('ops-e');
+  const ns = uniqueIdent('ops');
+  const a = `${ns}.a`;
+  res.topics.push(topic, control);
+  res.tables.push(a);
+  const catalog = restCatalog();
+  const store = new S3ObjectStore(s3Settings());
+  t.after(async () => {
+    await catalog.close();
+    await store.close();
+  });
+  const optional = (id: number, field: string, kind: 'int' | 'long' | 'string' | 'timestamptz') => ({ id, name: field, required: false, type: { kind } }) as const;
+  await createTable({ catalog, store }, parseIdentifier(a), {
+    schema: {
+      schemaId: 0,
+      fields: [
+        optional(1, 'id', 'long'),
+        optional(2, 'note', 'string'),
+        optional(3, '_kafka_metadata_topic', 'string'),
+        optional(4, '_kafka_metadata_partition', 'int'),
+        optional(5, '_kafka_metadata_offset', 'long'),
+        optional(6, '_kafka_metadata_timestamp', 'timestamptz'),
+      ],
+    },
+  });
+  const produced = await produceJson(topic, 2, records(0, 300, 2));
+  const worker = startWorker({
+    worker: PROCESS_WORKER,
+    connectors: [
+      sinkConnector({
+        name,
+        topics: topic,
+        controlTopic: control,
+        config: { ...SCHEMALESS_JSON, 'iceberg.tables.auto-create-enabled': 'false', 'icefloe.tables.unrouted': 'skip', 'iceberg.tables': `${a},${ns}.b` },
+      }),
+    ],
+  });
+  res.workers.push(worker);
+  await waitCommitted(worker, a, produced.length, 120_000);
+  await stopWorker(worker);
+  const stopped = worker.logs('task stopped');
+  assert.equal(stopped.reduce((n, l) => n + Number(l['tableCopiesSkipped'] ?? 0), 0), produced.length, 'one skipped copy per record, for b');
+  assert.equal(stopped.reduce((n, l) => n + Number(l['unroutedSkipped'] ?? 0), 0), 0, 'no record skipped as a whole');
+  assert.ok(worker.logs('table does not exist: records routed to it are skipped for it and written to their other tables (icefloe.tables.unrouted=skip); looked up again next cycle').some((l) => l['table'] === `${ns}.b`));
+  await assertExactlyOnce(a, produced);
+});

@@ -175,3 +175,24 @@ test('a table dropped and recreated while the task runs: the open cycle is aband
   assert.equal(committer.tableStatus()[0]?.state, 'RUNNING');
   assert.deepEqual(sortCoordinates(await rig.tableCoordinates()), expected({ 0: [...before, ...after] }), 'the new table holds what came after its predecessor\'s last commit, once');
 });
+
+test('static tables [a, b], b missing, auto-create off, unrouted=skip: every record still lands in a once; b\'s copies are counted', async (t) => {
+  const rig = await new Rig({
+    partitions: 1,
+    config: { 'iceberg.tables': `${TABLE},db.missing`, 'iceberg.tables.auto-create-enabled': 'false', 'icefloe.tables.unrouted': 'skip' },
+  }).init();
+  t.after(() => rig.close());
+  const optional = (id: number, name: string, kind: 'int' | 'long') => ({ id, name, required: false, type: { kind } }) as const;
+  await createTable({ catalog: rig.catalog, store: rig.store }, parseIdentifier(TABLE), {
+    schema: { schemaId: 0, fields: [optional(1, 'n', 'long'), optional(2, '_kafka_metadata_partition', 'int'), optional(3, '_kafka_metadata_offset', 'long')] },
+  });
+  const produced = rig.produce(0, 30);
+  const task = rig.startTask(0);
+  await until('offsets committed', () => rig.committedOffset(0) === 30n);
+  await task.stop();
+  assert.equal(task.task.metrics.tableCopiesSkipped, 30, 'one skipped copy per record for the missing table');
+  assert.equal(task.task.metrics.unroutedSkipped, 0, 'no record was skipped as a whole');
+  const warned = logged(rig, 'table does not exist: records routed to it are skipped for it and written to their other tables (icefloe.tables.unrouted=skip); looked up again next cycle').length;
+  assert.ok(warned >= 1 && warned <= task.task.metrics.cyclesCommitted, `warned at most once per cycle (${warned} for ${task.task.metrics.cyclesCommitted} cycles)`);
+  assert.deepEqual(await commitAll(rig), expected({ 0: produced }));
+});
