@@ -44,6 +44,8 @@ export interface WorkerDeps {
   createCommitter(connector: ConnectorConfig): Promise<{ readonly committer: ConnectorCommitter; close(): Promise<void> }>;
 }
 
+const HEALTH_CHECK_MS = 5_000;
+
 interface RunningConnector {
   readonly config: ConnectorConfig;
   readonly tasks: TaskHandle[];
@@ -55,6 +57,8 @@ interface RunningConnector {
   /** Set once a table failed the connector (until the worker restarts). */
   failure: { readonly table: string; readonly message: string } | undefined;
   readonly alarmed: Set<string>;
+  /** Checks the ages between rounds too: one round can take long (a commit retried for minutes). */
+  readonly healthTimer: NodeJS.Timeout;
 }
 
 export interface ConnectorStatus {
@@ -89,7 +93,8 @@ export class StandaloneWorker {
         if (self.running !== undefined) this.checkHealth(self.running, log);
       },
     });
-    const running: RunningConnector = (self.running = { config: connector, tasks: [], committer, closeCommitter: close, loop, retentionMs, health: { tables: [] }, failure: undefined, alarmed: new Set() });
+    const running: RunningConnector = (self.running = { config: connector, tasks: [], committer, closeCommitter: close, loop, retentionMs, health: { tables: [] }, failure: undefined, alarmed: new Set(),
+      healthTimer: setInterval(() => this.checkHealth(running, log), HEALTH_CHECK_MS).unref() });
     this.connectors.set(connector.name, running);
     for (let t = 0; t < connector.tasksMax; t++) {
       const handle = this.d.startTask(connector, t, () => loop.wake());
@@ -148,6 +153,7 @@ export class StandaloneWorker {
     for (const c of this.connectors.values()) {
       await Promise.all(c.tasks.map((t) => t.stop().catch(() => undefined)));
       await Promise.allSettled(c.tasks.map((t) => t.done));
+      clearInterval(c.healthTimer);
       await c.loop.stop();
       await c.closeCommitter();
     }

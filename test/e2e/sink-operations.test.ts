@@ -7,7 +7,7 @@
  * (b) A table that stops fails the connector's tasks: nothing read after the stop is acknowledged to
  *     Kafka (the group's committed offsets stay where the table's rows end), the committer keeps running.
  * (c) Retention: a table that cannot commit (the catalog, behind the fault proxy, throttles its commits)
- *     raises the alarm past half the control topic's retention and fails the tasks past 0.8 of it; once
+ *     raises the alarm past a share of the control topic's retention and fails the tasks past a larger one; once
  *     the catalog is back a restart lands everything exactly once.
  * (d) A table dropped and recreated while the worker runs: records produced after the recreate land in
  *     the new table exactly once, without a restart.
@@ -148,7 +148,8 @@ test('(c) retention: a table that cannot commit raises the alarm, then fails the
   res.tables.push(table);
   const admin = await ConfluentKafkaAdmin.connect({ settings: await kafkaSettings() });
   t.after(() => admin.close());
-  // A 30 s retention (the minimum lowered for the test): alarm at 15 s, stop at 24 s.
+  // A 30 s retention (the minimum lowered for the test), alarm at 0.3 of it (9 s), stop at 0.5 (15 s): the
+  // worker checks every few seconds, so the stop lands between 15 s and the retention.
   await admin.ensureTopic({ name: control, partitions: 1, replicationFactor: -1, configs: { 'retention.ms': '30000', 'retention.bytes': '-1', 'cleanup.policy': 'delete' } });
   const rule = await proxy.arm({ target: 'catalog', match: { method: 'POST', path: `^/v1/namespaces/${ns}/tables/events$` }, times: 0, fault: { kind: 'status', code: 429 } });
   t.after(() => proxy.remove(rule).catch(() => undefined));
@@ -156,7 +157,7 @@ test('(c) retention: a table that cannot commit raises the alarm, then fails the
     name,
     topics: topic,
     controlTopic: control,
-    config: { ...SCHEMALESS_JSON, 'iceberg.tables': table, 'iceberg.catalog.uri': e.proxyCatalogUri, 'icefloe.control.topic.min-retention-ms': '10000' },
+    config: { ...SCHEMALESS_JSON, 'iceberg.tables': table, 'iceberg.catalog.uri': e.proxyCatalogUri, 'icefloe.control.topic.min-retention-ms': '10000', 'icefloe.control.retention-alarm-ratio': '0.3', 'icefloe.control.retention-stop-ratio': '0.5' },
   });
   const before = await produceJson(topic, 2, records(0, 200, 2));
   const worker = startWorker({ worker: { 'icefloe.tasks.mode': 'in-process' }, connectors: [spec] });
@@ -165,7 +166,7 @@ test('(c) retention: a table that cannot commit raises the alarm, then fails the
   const failed = await worker.waitFor(/"msg":"connector failed/, 60_000);
   assert.ok(worker.lines.indexOf(alarm) < worker.lines.indexOf(failed), 'the alarm comes first');
   const ageAtStop = Number(/its oldest unapplied announcement is (\d+) s old/.exec(failed)?.[1]);
-  assert.ok(ageAtStop >= 24 && ageAtStop < 30, `stopped at ${ageAtStop} s: past 0.8 of the 30 s retention, before it`);
+  assert.ok(ageAtStop >= 15 && ageAtStop < 30, `stopped at ${ageAtStop} s: past 0.5 of the 30 s retention, before it`);
   assert.match(failed, /icefloe\.source-offsets\./, 'the message says how to recover if announcements were deleted');
   const after = await produceJson(topic, 2, records(200, 100, 2));
   await sleep(8_000);
