@@ -240,7 +240,7 @@ export class ConnectorCommitter {
         isFileMissing: (path) => missing.has(path),
         logStartOffsets: logStart,
       });
-      if (positions.kind === 'positions') this.knownPositions.set(name, positions.positions);
+      if (positions.kind === 'positions' || positions.kind === 'fresh') this.knownPositions.set(name, positions.kind === 'fresh' ? new Map() : positions.positions);
       const oldestUnapplied = plan.oldestUnappliedAgeMs === undefined ? undefined : this.now() - plan.oldestUnappliedAgeMs;
       if (plan.kind === 'stopped') {
         this.stop(name, plan.reason);

@@ -4,6 +4,7 @@ import { ConfigError } from '../../../src/core/errors.ts';
 import { checkControlTopicConfig } from '../../../src/coordinate/connector-health.ts';
 import { describeRequest, parseDescribeResponse } from '../../../src/consume/confluent/topic-configs.ts';
 import { defaultControlTopic, parseConnectorConfig } from '../../../src/config/connector-config.ts';
+import { expected, Rig, sortCoordinates, until } from '../runtime/rig.ts';
 
 const SAFE = { 'cleanup.policy': 'delete', 'retention.ms': String(7 * 86_400_000), 'retention.bytes': '-1' };
 const control = { minRetentionMs: 86_400_000 };
@@ -61,4 +62,23 @@ test('the default control topic is the connector\'s own; a named one is shared a
   assert.equal(parseConnectorConfig({ ...base, 'iceberg.control.topic': 'control-iceberg' }).control.topic, 'control-iceberg');
   assert.throws(() => parseConnectorConfig({ ...base, 'icefloe.control.retention-alarm-ratio': '0.9', 'icefloe.control.retention-stop-ratio': '0.8' }), /retention-stop-ratio/);
   assert.throws(() => parseConnectorConfig({ ...base, 'icefloe.control.topic.retention-ms': '7200000' }), /min-retention-ms/);
+});
+
+test('the committer reports the oldest unapplied announcement of a table it cannot commit, and clears it once applied', async (t) => {
+  const rig = await new Rig({ partitions: 1 }).init();
+  t.after(() => rig.close());
+  const produced = rig.produce(0, 10);
+  const task = rig.startTask(0);
+  await until('announced', () => rig.committedOffset(0) === 10n);
+  await task.stop();
+  const committer = rig.committer();
+  rig.memoryCatalog.commitFaults.push(...Array.from({ length: 20 }, () => 'retriable' as const));
+  await committer.round();
+  const waiting = committer.tableStatus()[0];
+  assert.equal(waiting?.state, 'RUNNING');
+  assert.ok(waiting?.oldestUnappliedMs !== undefined && Math.abs(Date.now() - waiting.oldestUnappliedMs) < 60_000, 'the announcement\'s Kafka timestamp');
+  rig.memoryCatalog.commitFaults.length = 0;
+  await committer.round();
+  assert.equal(committer.tableStatus()[0]?.oldestUnappliedMs, undefined);
+  assert.deepEqual(sortCoordinates(await rig.tableCoordinates()), expected({ 0: produced }));
 });
