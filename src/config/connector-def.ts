@@ -224,7 +224,7 @@ export const CONNECTOR_CONFIG_DEF: ConfigDef = new ConfigDef()
     doc: 'Replication factor of the control topic when Icefloe creates it; -1 takes the broker default.' })
   .define({ name: 'icefloe.control.topic.retention-ms', type: 'LONG', default: String(7 * DAY_MS), importance: 'MEDIUM', group: G_ICEFLOE,
     validator: validators.custom('-1 or at least 3600000', (v) => (typeof v === 'number' && v !== -1 && v < 3_600_000 ? 'Value must be -1 (unlimited) or at least 3600000 (1 hour)' : undefined)),
-    doc: 'Retention of the control topic when Icefloe creates it (default 7 days). Announcements not yet committed must outlive any committer outage, so keep it long; Icefloe warns when the oldest unapplied announcement nears it.' })
+    doc: 'Retention of the control topic when Icefloe creates it (default 7 days). Announcements not yet committed must outlive any committer outage, so keep it long: at least icefloe.control.topic.min-retention-ms, or -1. The retention alarms are measured against the topic\'s actual `retention.ms`.' })
   .define({ name: 'icefloe.control.topic.auto-create', type: 'BOOLEAN', default: 'true', importance: 'LOW', group: G_ICEFLOE,
     doc: 'Create the control topic (compaction off, the partitions, replication and retention above) when it does not exist. Off: a missing control topic fails the connector.' })
   .define({ name: 'icefloe.control.topic.min-retention-ms', type: 'LONG', default: String(DAY_MS), importance: 'LOW', group: G_ICEFLOE, validator: validators.range(1),
