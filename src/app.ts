@@ -38,6 +38,8 @@ import type { ObjectStore } from './upload/port.ts';
 import { SchemeRouterStore } from './upload/scheme-router.ts';
 import { S3ObjectStore } from './upload/s3/store.ts';
 import { ConnectorCommitter } from './coordinate/committer.ts';
+import { checkControlTopicConfig } from './coordinate/connector-health.ts';
+import type { KafkaAdmin } from './consume/port.ts';
 import { armCrashPoints } from './core/crash-points.ts';
 export { parseCrashSpec } from './core/crash-points.ts';
 import type { CrashPoints, CrashSpec } from './core/crash-points.ts';
@@ -213,6 +215,7 @@ const CLI_PATH = resolvePath(dirname(fileURLToPath(import.meta.url)), 'cli.ts');
 function startTaskProcess(spec: TaskSpec, log: Logger, onAnnounced: () => void): TaskHandle {
   const child = fork(CLI_PATH, ['task'], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'], serialization: 'advanced' });
   let state: { state: string; trace?: string } = { state: 'UNASSIGNED' };
+  let failedWith: string | undefined;
   child.on('message', (m: { type: string; state?: string; trace?: string }) => {
     if (m.type === 'announced') onAnnounced();
     else if (m.type === 'state' && m.state !== undefined) state = { state: m.state, ...(m.trace === undefined ? {} : { trace: m.trace }) };
@@ -222,8 +225,9 @@ function startTaskProcess(spec: TaskSpec, log: Logger, onAnnounced: () => void):
     child.on('exit', (code, signal) => {
       if (code === 0) resolve();
       else {
-        state = { state: 'FAILED', trace: state.trace ?? `task process exited with ${signal ?? `code ${code}`}` };
-        reject(new Error(`task ${spec.taskId} process exited with ${signal ?? `code ${code}`}`));
+        state = { state: 'FAILED', trace: state.trace ?? failedWith ?? `task process exited with ${signal ?? `code ${code}`}` };
+        const why = failedWith ?? state.trace?.split('\n')[0];
+        reject(new Error(`task ${spec.taskId} process exited with ${signal ?? `code ${code}`}${why === undefined ? '' : `: ${why}`}`));
       }
     });
   });
@@ -234,6 +238,10 @@ function startTaskProcess(spec: TaskSpec, log: Logger, onAnnounced: () => void):
     stop: async () => {
       if (child.connected) child.send({ type: 'stop' });
       else log.warn('task process already gone', { task: spec.taskId });
+    },
+    fail: async (message) => {
+      failedWith = message;
+      if (child.connected) child.send({ type: 'fail', message });
     },
   };
 }
@@ -246,8 +254,9 @@ export async function runTaskChild(): Promise<number> {
     if (process.connected) process.send?.(m);
   };
   const { task, done } = await startTaskInProcess(spec, log, () => send({ type: 'announced' }));
-  process.on('message', (m: { type: string }) => {
+  process.on('message', (m: { type: string; message?: string }) => {
     if (m.type === 'stop') task.stop();
+    else if (m.type === 'fail') task.fail(m.message ?? 'failed by the worker');
   });
   // The worker died without stopping us: leave the group cleanly (our successor fences us anyway).
   process.on('disconnect', () => task.stop());
@@ -301,6 +310,30 @@ export interface StandaloneOptions {
   readonly logLevel?: string;
 }
 
+/**
+ * Creates the control topic with safe settings when missing (and allowed), then reads its configuration
+ * and refuses an unsafe one (coordinate/connector-health.ts); returns its retention.ms (null: unlimited).
+ */
+async function prepareControlTopic(admin: KafkaAdmin, c: ConnectorConfig, log: Logger): Promise<number | null> {
+  const control = c.control;
+  if (control.autoCreateTopic) {
+    const created = await admin.ensureTopic({
+      name: control.topic,
+      partitions: control.topicPartitions,
+      replicationFactor: control.topicReplicationFactor,
+      configs: { 'retention.ms': String(control.topicRetentionMs), 'retention.bytes': '-1', 'cleanup.policy': 'delete' },
+    });
+    if (created) log.info('control topic created', { topic: control.topic, retentionMs: control.topicRetentionMs });
+  }
+  if (!control.checkTopicConfig) {
+    log.warn('the control topic configuration is not checked (icefloe.control.topic.check-config=false); retention alarms assume icefloe.control.topic.retention-ms', { topic: control.topic });
+    return control.topicRetentionMs < 0 ? null : control.topicRetentionMs;
+  }
+  const retentionMs = checkControlTopicConfig(control.topic, await admin.topicConfigs(control.topic), control);
+  log.info('control topic checked', { topic: control.topic, retentionMs });
+  return retentionMs;
+}
+
 export async function runStandalone(options: StandaloneOptions): Promise<StandaloneWorker> {
   const logLevel = options.logLevel ?? 'info';
   const log = createLogger(logLevel);
@@ -318,14 +351,7 @@ export async function runStandalone(options: StandaloneOptions): Promise<Standal
     async prepareConnector(c) {
       const admin = await ConfluentKafkaAdmin.connect({ settings, overrides: c.adminOverrides });
       try {
-        if (c.control.autoCreateTopic) {
-          await admin.ensureTopic({
-            name: c.control.topic,
-            partitions: c.control.topicPartitions,
-            replicationFactor: c.control.topicReplicationFactor,
-            configs: { 'retention.ms': String(c.control.topicRetentionMs), 'cleanup.policy': 'delete' },
-          });
-        }
+        return { retentionMs: await prepareControlTopic(admin, c, log.child({ connector: c.name })) };
       } finally {
         await admin.close();
       }
@@ -347,6 +373,9 @@ export async function runStandalone(options: StandaloneOptions): Promise<Standal
         state: () => (task === undefined ? { state: 'UNASSIGNED' } : { state: task.state, ...(task.trace === undefined ? {} : { trace: task.trace }) }),
         stop: async () => {
           (await started).task.stop();
+        },
+        fail: async (message) => {
+          (await started).task.fail(message);
         },
       };
     },

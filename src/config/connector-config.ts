@@ -68,6 +68,13 @@ export interface ControlConfig {
   readonly readMaxBytes: number;
   /** This connector's control records the committer holds in memory at most; reading pauses at the cap. */
   readonly bufferMaxBytes: number;
+  /** The shortest control-topic `retention.ms` the worker starts with (icefloe.control.topic.min-retention-ms). */
+  readonly minRetentionMs: number;
+  /** Read and check the control topic's configuration at start (icefloe.control.topic.check-config). */
+  readonly checkTopicConfig: boolean;
+  /** Shares of the control topic's retention at which a table's oldest unapplied announcement alarms / stops the connector. */
+  readonly retentionAlarmRatio: number;
+  readonly retentionStopRatio: number;
   /** `iceberg.kafka.*`, layered over the worker's client settings. */
   readonly kafkaProps: Readonly<Record<string, string>>;
 }
@@ -236,8 +243,13 @@ function consumerGroup(p: ParsedConfig, name: string): string {
 }
 
 /** The control topic and commit cycle; its retention must outlive several commit cycles. */
-function controlConfig(p: ParsedConfig): ControlConfig {
+function controlConfig(p: ParsedConfig, connectorName: string): ControlConfig {
   const intervalMs = n(p, 'iceberg.control.commit.interval-ms');
+  const alarm = n(p, 'icefloe.control.retention-alarm-ratio');
+  const stop = n(p, 'icefloe.control.retention-stop-ratio');
+  if (alarm >= stop) {
+    p.addError('icefloe.control.retention-stop-ratio', invalidMessage('icefloe.control.retention-stop-ratio', String(stop), `Must be above icefloe.control.retention-alarm-ratio (${alarm}): the alarm comes before the stop`));
+  }
   const retention = n(p, 'icefloe.control.topic.retention-ms');
   if (retention !== -1 && retention > 0 && intervalMs > 0 && retention < 10 * intervalMs) {
     p.addError('icefloe.control.topic.retention-ms', invalidMessage('icefloe.control.topic.retention-ms', String(retention), `Must be at least 10 × iceberg.control.commit.interval-ms (${10 * intervalMs}): unapplied announcements must outlive a committer outage`));
@@ -247,8 +259,12 @@ function controlConfig(p: ParsedConfig): ControlConfig {
   if (bufferMaxBytes < readMaxBytes) {
     p.addError('icefloe.control.buffer.max-bytes', invalidMessage('icefloe.control.buffer.max-bytes', String(bufferMaxBytes), `Must be at least icefloe.control.read.max-bytes (${readMaxBytes}): one round's read must fit the buffer`));
   }
+  const minRetention = n(p, 'icefloe.control.topic.min-retention-ms');
+  if (retention !== -1 && retention < minRetention) {
+    p.addError('icefloe.control.topic.retention-ms', invalidMessage('icefloe.control.topic.retention-ms', String(retention), `Must be -1 or at least icefloe.control.topic.min-retention-ms (${minRetention}): the worker refuses a control topic with a shorter retention`));
+  }
   return Object.freeze({
-    topic: p.string('iceberg.control.topic') ?? '',
+    topic: p.string('iceberg.control.topic') ?? defaultControlTopic(connectorName),
     commitIntervalMs: intervalMs,
     transactionalPrefix: p.string('iceberg.coordinator.transactional.prefix') ?? '',
     topicPartitions: n(p, 'icefloe.control.topic.partitions'),
@@ -258,8 +274,21 @@ function controlConfig(p: ParsedConfig): ControlConfig {
     groupIdPrefix: p.string('iceberg.control.group-id-prefix') ?? 'cg-control-',
     readMaxBytes,
     bufferMaxBytes,
+    minRetentionMs: minRetention,
+    checkTopicConfig: b(p, 'icefloe.control.topic.check-config'),
+    retentionAlarmRatio: alarm,
+    retentionStopRatio: stop,
     kafkaProps: p.prefixed('iceberg.kafka.'),
   });
+}
+
+/**
+ * The control topic of a connector that names none: its own (`icefloe-control-<name>`), so two connectors
+ * never share one by accident and none shares the Apache sink's `control-iceberg`. A topic name holds
+ * [A-Za-z0-9._-] and at most 249 characters; anything else in the connector name becomes `_`.
+ */
+export function defaultControlTopic(connectorName: string): string {
+  return `icefloe-control-${connectorName.replace(/[^A-Za-z0-9._-]/g, '_')}`.slice(0, 249);
 }
 
 /** Keys that are neither defined nor under a declared prefix: Tabular's, refused; ours or the sink's, a warning (kept, passed through). */
@@ -289,7 +318,7 @@ function build(p: ParsedConfig, options: ConnectorParseOptions): ConnectorConfig
   const groupId = consumerGroup(p, name);
   const tables = tablesConfig(p);
   const catalog = catalogConfig(p, options.defaultCatalog);
-  const control = controlConfig(p);
+  const control = controlConfig(p, name);
   rejectUnsupported(p, CONNECTOR_UNSUPPORTED);
   rejectUnsupportedWriteProps(p);
   checkUnknown(p);

@@ -259,6 +259,11 @@ export interface KafkaAdmin {
    * subscription, generation -1). Resolves once the broker acknowledged every partition.
    */
   commitGroupOffsets(groupId: string, offsets: readonly GroupOffset[]): Promise<void>;
+  /**
+   * The topic's configuration as the broker reports it (DescribeConfigs: `cleanup.policy`,
+   * `retention.ms`, `retention.bytes`, ...; broker defaults included).
+   */
+  topicConfigs(topic: string): Promise<Readonly<Record<string, string>>>;
   close(): Promise<void>;
 }
 

@@ -26,6 +26,8 @@ export interface CommitterLoopOptions {
   readonly wakeDelayMs?: number;
   /** Pauses after failed rounds (core/retry.ts: growing with consecutive failures, with jitter). */
   readonly retry?: BackoffBounds;
+  /** Called after every round, committed or failed (the worker checks the connector's health there). */
+  readonly afterRound?: () => void;
 }
 
 const WAKE_DELAY_MS = 250;
@@ -87,11 +89,21 @@ export class CommitterLoop {
         await this.committer.round();
         this.backoff.reset();
         if (this.committer.behind?.() === true) this.wokenMeanwhile = true;
+        this.afterRound();
       } catch (e) {
+        this.afterRound();
         const delay = this.backoff.next();
         this.o.log.warn('committer round failed; retrying', { error: errorMessage(e), consecutive: this.backoff.count, retryInMs: delay });
         await this.pause(delay);
       }
+    }
+  }
+
+  private afterRound(): void {
+    try {
+      this.o.afterRound?.();
+    } catch (e) {
+      this.o.log.error('after-round check failed', { error: errorMessage(e) });
     }
   }
 

@@ -541,16 +541,8 @@ export class ConnectorCommitter {
     const name = tableRefString(ref);
     const id = parseIdentifier(formatIdentifier(ref));
     for (let attempt = 1; ; attempt++) {
-      let table: LoadedTable;
-      try {
-        table = await this.catalog.loadTable(id);
-      } catch (e) {
-        if (e instanceof NoSuchTableError) {
-          this.stop(name, { code: 'table-uuid-mismatch', message: `${name}: announced files wait for a table that does not exist (dropped?)`, context: {} }, this.oldestInBuffer(ref));
-          return { plan: undefined };
-        }
-        throw e;
-      }
+      const table = await this.loadOrDropped(ref);
+      if (table === undefined) return { plan: undefined };
       const positions = readControlPositions(table.metadata, connector.name, live);
       const reread = this.needsReread(table, positions);
       if (reread) {
@@ -637,6 +629,21 @@ export class ConnectorCommitter {
         sourceRanges: plan.sourceRanges.map((r) => ({ topic: r.topic, partition: r.partition, first: r.firstOffset.toString(), last: r.lastOffset.toString() })),
       });
       return { plan, commit };
+    }
+  }
+
+  /** The table, or undefined when it does not exist: running if nothing waits for it, stopped otherwise. */
+  private async loadOrDropped(ref: TableRef): Promise<LoadedTable | undefined> {
+    const name = tableRefString(ref);
+    try {
+      return await this.catalog.loadTable(parseIdentifier(formatIdentifier(ref)));
+    } catch (e) {
+      if (!(e instanceof NoSuchTableError)) throw e;
+      // Dropped with nothing waiting for it (perhaps about to be recreated): nothing to stop for.
+      const oldest = this.oldestInBuffer(ref);
+      if (oldest === undefined) this.running(name, {});
+      else this.stop(name, { code: 'table-uuid-mismatch', message: `${name}: announced files wait for a table that does not exist (dropped?)`, context: {} }, oldest);
+      return undefined;
     }
   }
 

@@ -175,13 +175,11 @@ export function positionRules(input: PositionRulesInput): PositionRulesOutcome {
   const acknowledged = reapplying || isAdopted(input.metadata, input.connector, input.read);
   const before = input.appliedBefore;
   if (before !== undefined && !acknowledged) {
-    if (before.tableUuid !== input.metadata.tableUuid) {
-      return rolledBack(`${input.tableName}: the table was replaced while the connector ran (UUID ${before.tableUuid} → ${input.metadata.tableUuid}); nothing is applied to it until an operator decides: ${RECOVERY}`, {
-        before: before.tableUuid,
-        now: input.metadata.tableUuid,
-      });
-    }
-    for (const [p, o] of before.positions) {
+    // Dropped and recreated: a fresh table holds nothing of the old one's, and everything below C was applied
+    // (to the old one), so it starts at C like any new table (the tasks write to the new UUID on their own).
+    // A replacement that carries our positions (a restored backup) is compared position by position.
+    const replaced = before.tableUuid !== input.metadata.tableUuid;
+    for (const [p, o] of replaced && input.read.kind === 'fresh' ? [] : before.positions) {
       const t = stored.get(p);
       if (t === undefined || t < o) {
         return rolledBack(

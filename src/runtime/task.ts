@@ -14,7 +14,7 @@
  * or what is committed (the channel).
  */
 import type { CrashPoints } from '../core/crash-points.ts';
-import { errorMessage, RetriableError } from '../core/errors.ts';
+import { errorMessage, FatalError, RetriableError } from '../core/errors.ts';
 import { Backoff } from '../core/retry.ts';
 import type { Logger } from '../core/log.ts';
 import type { ConnectorConfig } from '../config/connector-config.ts';
@@ -78,6 +78,8 @@ export class SinkTask {
   private readonly consumed = { recordsConsumed: 0, bytesConsumed: 0 };
   private readonly backoff = new Backoff(CYCLE_BACKOFF);
   private stopping = false;
+  /** Set by `fail()`: the worker failed the connector (a table stopped); the loop ends with it. */
+  private failure: FatalError | undefined;
 
   constructor(deps: SinkTaskDeps) {
     this.d = deps;
@@ -95,6 +97,7 @@ export class SinkTask {
       log: this.log,
       ...(deps.memoryBudgetBytes === undefined ? {} : { memoryBudgetBytes: deps.memoryBudgetBytes }),
       endCycle: async (why) => {
+        this.throwIfFailed();
         await this.channel.endCycle(why);
         return !this.channel.needsRewind;
       },
@@ -125,6 +128,15 @@ export class SinkTask {
     this.stopping = true;
   }
 
+  /**
+   * Fails the task from outside (the worker, when a table of the connector stopped): the loop abandons
+   * the open cycle at its next step — nothing more is announced or committed — and the task ends FAILED
+   * with `message` in its trace.
+   */
+  fail(message: string): void {
+    this.failure ??= new FatalError(message);
+  }
+
   /** Runs until `stop()` (resolves) or a failure the task cannot retry (state FAILED, rejects). */
   async run(): Promise<void> {
     const { source, producer, connector } = this.d;
@@ -138,6 +150,7 @@ export class SinkTask {
       this.state = 'RUNNING';
       this.log.info('task started', { transactionalId: producer.transactionalId, group: source.groupId });
       while (!this.stopping) {
+        this.throwIfFailed();
         try {
           await this.pollOnce();
           this.backoff.reset();
@@ -145,6 +158,7 @@ export class SinkTask {
           await this.retryLater(e);
         }
       }
+      this.throwIfFailed();
       await source.close(); // the final revoke commits the last cycle
       this.state = 'STOPPED';
       this.log.info('task stopped', { ...this.metrics });
@@ -175,7 +189,14 @@ export class SinkTask {
       if (pending !== undefined) await pending;
       if (channel.needsRewind) return;
     }
-    if (channel.due()) await channel.endCycle('trigger');
+    if (channel.due()) {
+      this.throwIfFailed(); // a failed connector commits no further cycle
+      await channel.endCycle('trigger');
+    }
+  }
+
+  private throwIfFailed(): void {
+    if (this.failure !== undefined) throw this.failure;
   }
 
   /** Handles one record synchronously when it can; returns a promise when the writer needs I/O. */
@@ -195,7 +216,7 @@ export class SinkTask {
   }
 
   private async retryLater(e: unknown): Promise<void> {
-    if (isFenced(e) || !(e instanceof RetriableError)) throw e;
+    if (isFenced(e) || !(e instanceof RetriableError) || this.failure !== undefined) throw this.failure ?? e;
     if (!this.channel.needsRewind) await this.channel.abandon(e);
     // A transaction the broker made us abort is a rebalance under way, not trouble: it does not grow the wait.
     const delay = requiresAbort(e) ? CYCLE_BACKOFF.initialDelayMs : this.backoff.next();

@@ -11,6 +11,10 @@
  *
  * - A schema change ends the cycle first (files of one announcement share one schema id), then evolves
  *   the table in the catalog, reloads it and writes with the ids the catalog returned.
+ * - A table dropped or recreated while the task runs is noticed at the end of the cycle (complete()
+ *   loads it again and compares its UUID): the cycle is abandoned and re-read into the table as it is now.
+ * - A table that does not exist (auto-create off) with icefloe.tables.unrouted=skip is skipped for
+ *   that table only, counted per table; the record's other tables still get it.
  * - A deterministic problem with a record (bad bytes, a value that does not fit, a record routed
  *   nowhere) fails the task with the record's coordinates, or — by configuration — is skipped and
  *   counted. Infrastructure errors are thrown to the task loop, which retries the cycle.
@@ -18,7 +22,7 @@
  * Owns: the tables a task writes, routing and error tolerance per record. Must not: touch Kafka offsets
  * or transactions (the channel does).
  */
-import { DataError } from '../core/errors.ts';
+import { DataError, RetriableError } from '../core/errors.ts';
 import type { Logger } from '../core/log.ts';
 import type { ConnectorConfig } from '../config/connector-config.ts';
 import type { ConverterKind } from '../config/converters.ts';
@@ -70,10 +74,15 @@ export interface WriterMetrics {
   tombstonesSkipped: number;
   errorsSkipped: number;
   unroutedSkipped: number;
+  /**
+   * Copies of records not written to one of their tables because it does not exist (auto-create off,
+   * icefloe.tables.unrouted=skip); the record still goes to its other tables.
+   */
+  tableCopiesSkipped: number;
 }
 
 export class SinkWriter implements CycleWriter {
-  readonly metrics: WriterMetrics = { recordsWritten: 0, tombstonesSkipped: 0, errorsSkipped: 0, unroutedSkipped: 0 };
+  readonly metrics: WriterMetrics = { recordsWritten: 0, tombstonesSkipped: 0, errorsSkipped: 0, unroutedSkipped: 0, tableCopiesSkipped: 0 };
   private readonly d: SinkWriterDeps;
   private readonly log: Logger;
   private readonly router: Router;
@@ -86,6 +95,8 @@ export class SinkWriter implements CycleWriter {
   private probing: boolean;
   /** Bumped whenever the open tables change, so a probe planned across an await is not kept stale. */
   private tableSet = 0;
+  /** Tables found missing this cycle (unrouted=skip): looked up again next cycle, not for every record. */
+  private readonly absent = new Set<string>();
 
   constructor(deps: SinkWriterDeps) {
     this.d = deps;
@@ -117,6 +128,13 @@ export class SinkWriter implements CycleWriter {
         return 'skipped';
       }
       tables = route.tables;
+      if (this.absent.size > 0 && tables.some((t) => this.absent.has(t))) {
+        tables = this.withoutAbsent(r, tables);
+        if (tables.length === 0) {
+          this.metrics.unroutedSkipped++;
+          return 'skipped';
+        }
+      }
     } catch (e) {
       return this.dataError(e, r);
     }
@@ -129,8 +147,15 @@ export class SinkWriter implements CycleWriter {
     return this.appendAll(r, tables, probe);
   }
 
-  /** Closes and uploads every table's open files (the channel announces them). */
+  /**
+   * Closes and uploads every table's open files (the channel announces them). First each table with
+   * records is loaded again: a table dropped or replaced since it was opened (a new UUID) would make the
+   * announcement unappliable, so the cycle is abandoned instead (the channel rewinds and the records are
+   * written again, to the table as it is now).
+   */
   async complete(): Promise<CycleTableFiles[]> {
+    this.absent.clear();
+    await this.checkTablesCurrent();
     const out: CycleTableFiles[] = [];
     for (const sink of this.sinks.values()) {
       if (sink.records === 0) continue;
@@ -140,11 +165,31 @@ export class SinkWriter implements CycleWriter {
     return out;
   }
 
+  private async checkTablesCurrent(): Promise<void> {
+    for (const [name, sink] of this.sinks) {
+      if (sink.records === 0) continue;
+      const opened = sink.table.metadata.tableUuid;
+      let now: string | undefined;
+      try {
+        now = (await this.d.catalog.loadTable(parseIdentifier(name))).metadata.tableUuid;
+      } catch (e) {
+        if (!(e instanceof NoSuchTableError)) throw e;
+      }
+      if (now === opened) continue;
+      const what = now === undefined ? 'was dropped' : `was replaced (table UUID ${opened} is now ${now})`;
+      this.log.warn('table replaced while its cycle was open: the cycle is abandoned and its records are read again', { table: name, opened, now });
+      throw new RetriableError(`table ${name} ${what} since this task opened it; the cycle is abandoned and its records are written again to the table as it is now`, {
+        context: { table: name, opened, now },
+      });
+    }
+  }
+
   /** Drops every table's unannounced records and files; tables are loaded afresh afterwards. */
   async abort(reason: unknown): Promise<string[]> {
     const orphans: string[] = [];
     for (const sink of this.sinks.values()) orphans.push(...(await sink.abort(reason)));
     this.sinks.clear();
+    this.absent.clear();
     this.tablesChanged();
     return orphans;
   }
@@ -154,19 +199,28 @@ export class SinkWriter implements CycleWriter {
     const msg = r.value as Uint8Array;
     const tableSet = this.tableSet;
     let probe = probed;
+    const present: string[] = [];
     try {
       for (const t of tables) {
-        let sink = this.sinks.get(t) ?? (await this.openTable(t, msg));
+        let sink = this.sinks.get(t) ?? (this.absent.has(t) ? undefined : await this.openTable(t, msg));
         if (sink === undefined) {
+          // A missing table (auto-create off) is skipped by configuration for this table only: the
+          // record's other tables still get their copy, and the skip is counted per table.
           const outcome = this.router.unknownTable(t, null, r.topic, r.partition, r.offset);
           if (outcome.kind === 'fail') throw outcome.error;
-          this.metrics.unroutedSkipped++;
-          return 'skipped';
+          this.markAbsent(t);
+          this.metrics.tableCopiesSkipped++;
+          continue;
         }
         const accepted = await this.acceptSchema(t, sink, msg);
         if (accepted === undefined) return 'abandoned';
         sink = accepted;
         await sink.prepare(msg);
+        present.push(t);
+      }
+      if (present.length === 0) {
+        this.metrics.unroutedSkipped++;
+        return 'skipped';
       }
       // A table opened or evolved for this record: the probe planned for the new table set reads it again.
       if (this.tableSet !== tableSet) probe = await this.probeReady(msg);
@@ -174,7 +228,28 @@ export class SinkWriter implements CycleWriter {
       if (e instanceof DataError) return this.dataError(e, r);
       throw e;
     }
-    return this.appendAll(r, tables, probe);
+    return this.appendAll(r, present, probe);
+  }
+
+  /** `tables` without those found missing this cycle, each skip counted (unrouted=skip, else this throws). */
+  private withoutAbsent(r: RawRecord, tables: readonly string[]): readonly string[] {
+    const kept: string[] = [];
+    for (const t of tables) {
+      if (!this.absent.has(t)) {
+        kept.push(t);
+        continue;
+      }
+      const outcome = this.router.unknownTable(t, null, r.topic, r.partition, r.offset);
+      if (outcome.kind === 'fail') throw outcome.error;
+      this.metrics.tableCopiesSkipped++;
+    }
+    return kept;
+  }
+
+  private markAbsent(table: string): void {
+    if (this.absent.has(table)) return;
+    this.absent.add(table);
+    this.log.warn('table does not exist: records routed to it are skipped for it and written to their other tables (icefloe.tables.unrouted=skip); looked up again next cycle', { table });
   }
 
   private appendAll(r: RawRecord, tables: readonly string[], probe: RecordProbe | undefined): WriteOutcome | Promise<WriteOutcome> {

@@ -13,6 +13,7 @@
  * AlterConsumerGroupOffsets, so a commit goes through a KafkaConsumer with that group.id that never
  * subscribes (librdkafka then commits as a simple consumer: generation -1, which the coordinator accepts
  * while the group has no members); one such client per group, kept until close().
+ * Topic configs come from topic-configs.ts (the binding has no DescribeConfigs).
  *
  * Owns: admin calls and their translation. Must not: delete or alter topics it did not create (deleteTopic
  * exists for tests and tools).
@@ -22,6 +23,7 @@ import type { GroupOffset, KafkaAdmin, TopicSpec, Watermarks } from '../port.ts'
 import { KAFKA_CODES, translateKafkaError } from './errors.ts';
 import { RdKafka, call, sync } from './internal.ts';
 import type { KafkaConsumerClient } from './internal.ts';
+import { describeTopicConfigs } from './topic-configs.ts';
 import { adminConfig, clusterIdFromLogLine, offsetFromNumber, offsetToNumber, splitTopicConfig, uuidFromHalves } from './settings.ts';
 import type { ClientSettings } from './settings.ts';
 
@@ -105,6 +107,10 @@ export class ConfluentKafkaAdmin implements KafkaAdmin {
       return v;
     };
     return partitions.map((partition) => ({ topic, partition, low: at(low, partition), high: at(high, partition), lastStable: at(stable, partition) }));
+  }
+
+  topicConfigs(topic: string): Promise<Readonly<Record<string, string>>> {
+    return describeTopicConfigs(this.#config, topic);
   }
 
   async clusterId(): Promise<string> {

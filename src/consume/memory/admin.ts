@@ -84,6 +84,11 @@ export class MemoryKafkaAdmin implements KafkaAdmin {
     });
   }
 
+  /** What the topic was created with over Kafka's defaults for the three retention settings. */
+  topicConfigs(topic: string): Promise<Readonly<Record<string, string>>> {
+    return this.#call('topicConfigs', () => ({ 'cleanup.policy': 'delete', 'retention.ms': '604800000', 'retention.bytes': '-1', ...this.#topic(topic).configs }));
+  }
+
   close(): Promise<void> {
     return this.#broker.faults.around(this.name, 'close', () => {
       this.#closed = true;

@@ -41,7 +41,7 @@ test('a minimal config gets the Apache sink\'s defaults', () => {
   assert.equal(c.tables.unrouted, 'fail');
   assert.deepEqual(c.tables.kafkaMetadata, { columns: [], prefix: '_kafka_metadata_' });
   assert.deepEqual(c.tables.settings('sales.orders'), { partitionBy: '', routeRegex: null });
-  assert.equal(c.control.topic, 'control-iceberg');
+  assert.equal(c.control.topic, 'icefloe-control-orders');
   assert.equal(c.control.commitIntervalMs, 300000);
   assert.equal(c.control.topicRetentionMs, 7 * 24 * 3600 * 1000);
   assert.equal(c.control.topicReplicationFactor, -1);

@@ -90,6 +90,9 @@ class MemoryAdmin implements KafkaAdmin {
   commitGroupOffsets(): Promise<void> {
     return Promise.reject(new Error('not in this test'));
   }
+  topicConfigs(): Promise<Record<string, string>> {
+    return Promise.reject(new Error('not in this test'));
+  }
   close(): Promise<void> {
     return Promise.resolve();
   }

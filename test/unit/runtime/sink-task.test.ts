@@ -8,7 +8,10 @@ import { test } from 'node:test';
 import { RetriableError } from '../../../src/core/errors.ts';
 import { appliedButFailed } from '../../../src/consume/memory/index.ts';
 import { isFenced } from '../../../src/consume/port.ts';
-import { expected, logged, Rig, sortCoordinates, TOPIC, until } from './rig.ts';
+import { expected, logged, Rig, sortCoordinates, TABLE, TOPIC, until } from './rig.ts';
+import { parseIdentifier } from '../../../src/commit/port.ts';
+import { createTable } from '../../../src/commit/table-ops.ts';
+import { currentSchema } from '../../../src/iceberg/metadata.ts';
 
 
 async function commitAll(rig: Rig): Promise<string[]> {
@@ -130,4 +133,66 @@ test('a schema change ends the cycle first: each announcement holds one schema',
   assert.equal(cycles[0]?.['why'], 'schema-change');
   assert.equal(cycles[0]?.['records'], 10, 'the cycle ended before the first record of the new schema');
   assert.deepEqual(await commitAll(rig), expected({ 0: [...before, ...after] }));
+});
+
+test('a task failed by the worker abandons its open cycle: nothing more is committed, its trace names why', async (t) => {
+  const rig = await new Rig({ config: { 'icefloe.commit.max-records': '1000000' } }).init();
+  t.after(() => rig.close());
+  rig.produce(0, 25);
+  const task = rig.startTask(0);
+  await until('records read into the open cycle', () => task.task.metrics.recordsConsumed === 25);
+  task.task.fail('table db.orders stopped (positions-malformed: bad key)');
+  const error = await task.ended;
+  assert.equal(task.task.state, 'FAILED');
+  assert.match(task.task.trace ?? '', /table db\.orders stopped \(positions-malformed: bad key\)/);
+  assert.match(String(error), /table db\.orders stopped/);
+  assert.equal(rig.committedOffset(0), null, 'no offset was committed for the abandoned cycle');
+  assert.equal(rig.committedAnnouncements(), 0, 'nothing was announced');
+});
+
+test('a table dropped and recreated while the task runs: the open cycle is abandoned and written again to the new table, no restart', async (t) => {
+  const rig = await new Rig({ partitions: 1 }).init();
+  t.after(() => rig.close());
+  const committer = rig.committer();
+  const first = rig.produce(0, 10); // max-records 10: one cycle, into the table as first created
+  const task = rig.startTask(0);
+  await until('the first cycle committed', () => rig.committedOffset(0) === 10n);
+  await committer.round();
+  assert.deepEqual(sortCoordinates(await rig.tableCoordinates()), expected({ 0: first }));
+  const id = parseIdentifier(TABLE);
+  const old = await rig.catalog.loadTable(id);
+  const before = rig.produce(0, 5); // into the open cycle, for the old table
+  await until('read into the open cycle', () => task.task.metrics.recordsConsumed === 15);
+  await rig.catalog.dropTable(id);
+  const recreated = await createTable({ catalog: rig.catalog, store: rig.store }, id, { schema: currentSchema(old.metadata) });
+  assert.notEqual(recreated.metadata.tableUuid, old.metadata.tableUuid);
+  const after = rig.produce(0, 5);
+  await until('the cycle committed after the rewind', () => rig.committedOffset(0) === 20n);
+  await task.stop();
+  assert.equal(task.task.state, 'STOPPED');
+  assert.equal(task.task.metrics.cyclesAborted, 1, 'the cycle written for the old table was abandoned once');
+  await committer.round();
+  assert.equal(committer.tableStatus()[0]?.state, 'RUNNING');
+  assert.deepEqual(sortCoordinates(await rig.tableCoordinates()), expected({ 0: [...before, ...after] }), 'the new table holds what came after its predecessor\'s last commit, once');
+});
+
+test('static tables [a, b], b missing, auto-create off, unrouted=skip: every record still lands in a once; b\'s copies are counted', async (t) => {
+  const rig = await new Rig({
+    partitions: 1,
+    config: { 'iceberg.tables': `${TABLE},db.missing`, 'iceberg.tables.auto-create-enabled': 'false', 'icefloe.tables.unrouted': 'skip' },
+  }).init();
+  t.after(() => rig.close());
+  const optional = (id: number, name: string, kind: 'int' | 'long') => ({ id, name, required: false, type: { kind } }) as const;
+  await createTable({ catalog: rig.catalog, store: rig.store }, parseIdentifier(TABLE), {
+    schema: { schemaId: 0, fields: [optional(1, 'n', 'long'), optional(2, '_kafka_metadata_partition', 'int'), optional(3, '_kafka_metadata_offset', 'long')] },
+  });
+  const produced = rig.produce(0, 30);
+  const task = rig.startTask(0);
+  await until('offsets committed', () => rig.committedOffset(0) === 30n);
+  await task.stop();
+  assert.equal(task.task.metrics.tableCopiesSkipped, 30, 'one skipped copy per record for the missing table');
+  assert.equal(task.task.metrics.unroutedSkipped, 0, 'no record was skipped as a whole');
+  const warned = logged(rig, 'table does not exist: records routed to it are skipped for it and written to their other tables (icefloe.tables.unrouted=skip); looked up again next cycle').length;
+  assert.ok(warned >= 1 && warned <= task.task.metrics.cyclesCommitted, `warned at most once per cycle (${warned} for ${task.task.metrics.cyclesCommitted} cycles)`);
+  assert.deepEqual(await commitAll(rig), expected({ 0: produced }));
 });
