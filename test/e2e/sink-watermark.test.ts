@@ -24,7 +24,7 @@ import type { Coordinates } from '../helpers/exactly-once.ts';
 import { kafkaSettings, sleep, unique } from '../helpers/kafka.ts';
 import { e2eResources, sinkConnector, stopWorker, uniqueIdent } from '../helpers/sink-e2e.ts';
 import { stackEndpoints } from '../helpers/stack.ts';
-import { startWorker } from '../helpers/worker.ts';
+import { startWorker, untilWorkers } from '../helpers/worker.ts';
 import type { WorkerProcess } from '../helpers/worker.ts';
 
 interface Sent extends Coordinates {
@@ -43,19 +43,6 @@ function committedKeys(ws: readonly WorkerProcess[], table: string): Set<string>
   const out = new Set<string>();
   for (const c of commits(ws, table)) for (const r of c.sourceRanges) for (let o = BigInt(r.first); o <= BigInt(r.last); o++) out.add(`${r.partition}/${o}`);
   return out;
-}
-
-async function until(what: string, check: () => boolean, ws: readonly WorkerProcess[], timeoutMs = 90_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!check()) {
-    for (const w of ws) {
-      if (w.child.exitCode !== null || w.child.signalCode !== null) throw new Error(`waiting for ${what}: worker ${w.child.pid} exited:\n${w.lines.slice(-15).join('\n')}`);
-      const failed = w.logs('task failed');
-      if (failed.length > 0) throw new Error(`waiting for ${what}: a task failed: ${JSON.stringify(failed[0])}`);
-    }
-    if (Date.now() > deadline) throw new Error(`no ${what} after ${timeoutMs} ms:\n${ws.map((w) => `[${w.child.pid}]\n${w.lines.slice(-10).join('\n')}`).join('\n')}`);
-    await sleep(200);
-  }
 }
 
 /** JSON records to one partition with explicit timestamps (now, increasing); returns where they landed. */
@@ -144,12 +131,12 @@ test('two tasks: a partition whose newer records are not announced yet holds the
   };
   const w0 = worker(0);
   const w1 = worker(1);
-  await until('one partition each', () => held(w0) !== undefined && held(w1) !== undefined && held(w0) !== held(w1), [w0, w1]);
+  await untilWorkers('one partition each', () => held(w0) !== undefined && held(w1) !== undefined && held(w0) !== held(w1), [w0, w1]);
   const [a, b] = [w0, w1];
   const pa = held(a) as number;
   const pb = held(b) as number;
   const sent: Sent[] = [...(await produceAt(topic, pa, 20, 'a0')), ...(await produceAt(topic, pb, 20, 'b0'))];
-  await until('the first records committed', () => committedKeys([a, b], table).size >= sent.length, [a, b]);
+  await untilWorkers('the first records committed', () => committedKeys([a, b], table).size >= sent.length, [a, b]);
   await sleep(1500); // both tasks report once more, caught up
 
   // B reads newer records and ends its cycle, held in its data-file upload: nothing of it is announced.
@@ -161,7 +148,7 @@ test('two tasks: a partition whose newer records are not announced yet holds the
   // A's partition gets newer records still; A announces them and a committer commits them.
   const aNew = await produceAt(topic, pa, 20, 'a1');
   const aLast = `${pa}/${aNew.at(-1)?.offset}`;
-  await until("A's newer records committed", () => committedKeys([a, b], table).has(aLast), [a, b]);
+  await untilWorkers("A's newer records committed", () => committedKeys([a, b], table).has(aLast), [a, b]);
   const withA = commits([a, b], table).filter((c) => c.sourceRanges.some((r) => r.partition === pa && BigInt(r.last) >= (aNew.at(-1)?.offset ?? 0n)));
   const w = Math.max(...withA.map((c) => c.validThroughTs ?? Number.NEGATIVE_INFINITY));
   const bOldest = Math.min(...bNew.map((r) => r.ts));
@@ -172,7 +159,7 @@ test('two tasks: a partition whose newer records are not announced yet holds the
 
   await proxy.release(hold);
   sent.push(...bNew, ...aNew);
-  await until('every record committed', () => committedKeys([a, b], table).size >= sent.length, [a, b]);
+  await untilWorkers('every record committed', () => committedKeys([a, b], table).size >= sent.length, [a, b]);
   await stopWorker(a);
   await stopWorker(b);
   await assertExactlyOnce(table, sent);
@@ -185,7 +172,7 @@ test('a transactionally produced topic: its idle partition counts as caught up (
   // Partition 0 gets one transaction and stays idle; partition 1 gets one transaction now and one later.
   const sent: Sent[] = [...(await produceTransactional(topic, 0, 20, 'p0')), ...(await produceTransactional(topic, 1, 20, 'p1a'))];
   const p0Newest = Date.now();
-  await until('the first records committed', () => committedKeys([w], table).size >= sent.length, [w]);
+  await untilWorkers('the first records committed', () => committedKeys([w], table).size >= sent.length, [w]);
   await sleep(1500);
   const cyclesBefore = w.logs('cycle committed').length;
   await sleep(6000); // six intervals, nothing new (an idle task reports every tenth)
@@ -193,7 +180,7 @@ test('a transactionally produced topic: its idle partition counts as caught up (
   const later = await produceTransactional(topic, 1, 20, 'p1b');
   const laterAt = Date.now();
   sent.push(...later);
-  await until('the later records committed', () => committedKeys([w], table).size >= sent.length, [w]);
+  await untilWorkers('the later records committed', () => committedKeys([w], table).size >= sent.length, [w]);
   await sleep(2500); // the next report (caught up after the later batch) and its commit, if any
   const ws = commits([w], table).map((c) => c.validThroughTs ?? Number.NEGATIVE_INFINITY);
   const wLast = Math.max(...ws);

@@ -20,32 +20,18 @@ import { assertExactlyOnce } from '../helpers/exactly-once.ts';
 import { sleep, unique } from '../helpers/kafka.ts';
 import { e2eResources, produceJson, sinkConnector, stopWorker, uniqueIdent } from '../helpers/sink-e2e.ts';
 import { stackEndpoints } from '../helpers/stack.ts';
-import { startWorker } from '../helpers/worker.ts';
+import { startWorker, untilWorkers } from '../helpers/worker.ts';
 import { FaultProxy } from '../fault-proxy/client.ts';
 import type { WorkerProcess } from '../helpers/worker.ts';
 
 const SESSION_TIMEOUT_MS = 6000;
 const RECORDS = 300;
 
-
 function committedOnce(ws: readonly WorkerProcess[], table: string): number {
   // Two committers may log the same snapshot (one finds the other's commit): count each snapshot once.
   const bySnapshot = new Map<string, number>();
   for (const w of ws) for (const l of w.logs('table committed')) if (l['table'] === table) bySnapshot.set(String(l['snapshotId']), Number(l['records']));
   return [...bySnapshot.values()].reduce((n, r) => n + r, 0);
-}
-
-async function until(what: string, check: () => boolean, ws: readonly WorkerProcess[], timeoutMs = 90_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!check()) {
-    for (const w of ws) {
-      if (w.child.exitCode !== null || w.child.signalCode !== null) throw new Error(`waiting for ${what}: worker ${w.child.pid} exited:\n${w.lines.slice(-15).join('\n')}`);
-      const failed = w.logs('task failed');
-      if (failed.length > 0) throw new Error(`waiting for ${what}: a task failed: ${JSON.stringify(failed[0])}`);
-    }
-    if (Date.now() > deadline) throw new Error(`no ${what} after ${timeoutMs} ms:\n${ws.map((w) => `[${w.child.pid}]\n${w.lines.slice(-10).join('\n')}`).join('\n')}`);
-    await sleep(200);
-  }
 }
 
 test('a frozen task whose late cycle moves no offset is fenced by the group generation; every record lands once', { timeout: 240_000 }, async (t) => {
@@ -107,7 +93,7 @@ test('a frozen task whose late cycle moves no offset is fenced by the group gene
   const w0 = worker(0);
   const w1 = worker(1);
   await proxy.waitHeld(hold, 1, 60_000);
-  await until('a settled group', () => w0.logs('partitions assigned').length > 0 && w1.logs('partitions assigned').length > 0 && holds(w0) !== holds(w1), [w0, w1]);
+  await untilWorkers('a settled group', () => w0.logs('partitions assigned').length > 0 && w1.logs('partitions assigned').length > 0 && holds(w0) !== holds(w1), [w0, w1]);
   const [a, b] = holds(w0) ? [w0, w1] : [w1, w0];
   assert.equal(a.logs('cycle committed').length, 0, 'the held upload is in the first cycle of the partition\'s holder');
   a.freeze();
@@ -115,11 +101,11 @@ test('a frozen task whose late cycle moves no offset is fenced by the group gene
 
   // B takes the partition over once A's session expired, reads the same records and commits them: the
   // group's committed offset is now exactly where A's cycle ends.
-  await until('B holding the partition', () => holds(b), [b]);
-  await until(`${RECORDS} records committed by B`, () => committedOnce([b], table) >= RECORDS, [b]);
+  await untilWorkers('B holding the partition', () => holds(b), [b]);
+  await untilWorkers(`${RECORDS} records committed by B`, () => committedOnce([b], table) >= RECORDS, [b]);
   const aLines = a.lines.length;
   a.thaw();
-  await until(
+  await untilWorkers(
     'A ending its stale cycle',
     () => a.lines.slice(aLines).some((l) => /"msg":"(cycle committed|cycle abandoned[^"]*|partitions revoked)"/.test(l)),
     [a, b],

@@ -141,3 +141,17 @@ export function startWorker(options: WorkerOptions): WorkerProcess {
   };
   return self;
 }
+
+/** Waits for `check`, failing early (with the workers' last log lines) when a worker exits or a task fails. */
+export async function untilWorkers(what: string, check: () => boolean, ws: readonly WorkerProcess[], timeoutMs = 90_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!check()) {
+    for (const w of ws) {
+      if (w.child.exitCode !== null || w.child.signalCode !== null) throw new Error(`waiting for ${what}: worker ${w.child.pid} exited:\n${w.lines.slice(-15).join('\n')}`);
+      const failed = w.logs('task failed');
+      if (failed.length > 0) throw new Error(`waiting for ${what}: a task failed: ${JSON.stringify(failed[0])}`);
+    }
+    if (Date.now() > deadline) throw new Error(`no ${what} after ${timeoutMs} ms:\n${ws.map((w) => `[${w.child.pid}]\n${w.lines.slice(-10).join('\n')}`).join('\n')}`);
+    await new Promise((r) => setTimeout(r, 200));
+  }
+}

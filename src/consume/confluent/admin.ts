@@ -183,7 +183,15 @@ export class ConfluentKafkaAdmin implements KafkaAdmin {
     }
     const consumer = await client;
     const list = offsets.map((o) => ({ topic: o.topic, partition: o.partition, offset: offsetToNumber(o.offset), ...(o.metadata === null ? {} : { metadata: o.metadata }) }));
-    await call('admin', (cb) => consumer.commitCb(list, (err) => cb(err)));
+    // librdkafka keeps a simple consumer's commit queued while it looks for the group coordinator (after a
+    // broker stall, for as long as that takes): bounded here, and the client is replaced after a failure.
+    try {
+      await withTimeout(call('admin', (cb) => consumer.commitCb(list, (err) => cb(err))), TIMEOUT_MS, `Kafka admin: committing offsets for group ${groupId} did not finish within ${TIMEOUT_MS} ms`);
+    } catch (e) {
+      this.#committers.delete(groupId);
+      void withTimeout(new Promise<void>((resolve) => consumer.disconnect(() => resolve())), TIMEOUT_MS, '').catch(() => undefined);
+      throw e;
+    }
     // Observed on Kafka 4: the first commit of a group calls back before a read sees it (tens of ms).
     // Callers decide from what they read next (a group without offsets is seeded), so resolve only once
     // the broker shows every offset and its metadata.
@@ -208,9 +216,16 @@ export class ConfluentKafkaAdmin implements KafkaAdmin {
     this.#admin.disconnect();
     for (const client of this.#committers.values()) {
       const consumer = await client.catch(() => undefined);
-      if (consumer !== undefined) await new Promise<void>((resolve) => consumer.disconnect(() => resolve()));
+      // A disconnect waits for requests in flight; a stalled coordinator must not hold the worker's exit.
+      if (consumer !== undefined) await withTimeout(new Promise<void>((resolve) => consumer.disconnect(() => resolve())), TIMEOUT_MS, '').catch(() => undefined);
     }
     this.#committers.clear();
   }
 }
 
+/** `p`, or a RetriableError after `ms` (the operation itself is not cancelled). */
+function withTimeout<T>(p: Promise<T>, ms: number, message: string): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const expired = new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new RetriableError(message)), ms)));
+  return Promise.race([p, expired]).finally(() => clearTimeout(timer));
+}
