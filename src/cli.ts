@@ -24,7 +24,7 @@ commands:
             (a tool of the source tree, tools/generate/: not in the worker image)
   positions WORKER.properties CONNECTOR.json --table NS.TABLE [--reapply | --adopt]
             a table's control positions and the connector's (read only without a flag); after a rollback
-            or recreate stopped the table (positions-rolled-back): --reapply applies the announcements it
+            or branch reset stopped the table (positions-rolled-back): --reapply applies the announcements it
             lost again from its current positions, --adopt keeps the table as it is (docs/sink.md)
   version   print Icefloe's version and the Node runtime
   help      this text

@@ -214,21 +214,21 @@ function positionsStop(read: PositionsRead, table: string): StopReason | undefin
       return stop(
         'positions-identity-mismatch',
         `${table}: the stored control positions belong to control topic ${String(read.stored.controlTopicId)} on cluster ${String(read.stored.clusterId)}, ` +
-          `but the live ones are ${read.live.controlTopicId} on ${read.live.clusterId} (topic recreated or cluster failover); re-seed positions with the offsets API`,
+          `but the live ones are ${read.live.controlTopicId} on ${read.live.clusterId} (topic recreated or cluster failover); re-seed them with "icefloe positions WORKER.properties CONNECTOR.json --table ${table} --adopt" (docs/sink.md)`,
         {},
         { stored: read.stored, live: read.live, snapshotId: read.snapshotId },
       );
     case 'expired':
       return stop(
         'positions-expired',
-        `${table}: no snapshot in the branch's ancestry carries this connector's control positions (${read.reason}); re-seed positions with the offsets API`,
+        `${table}: no snapshot in the branch's ancestry carries this connector's control positions (${read.reason}); re-seed them with "icefloe positions WORKER.properties CONNECTOR.json --table ${table} --adopt" (docs/sink.md)`,
         {},
         { reason: read.reason, scanned: read.scanned },
       );
     case 'unseeded':
       return stop(
         'positions-unseeded',
-        `${table}: the table has ${read.snapshots} snapshots written by others and none carries this connector's control positions; seed them with the offsets API`,
+        `${table}: the table has ${read.snapshots} snapshots written by others and none carries this connector's control positions; seed them with "icefloe positions WORKER.properties CONNECTOR.json --table ${table} --adopt" (docs/sink.md)`,
         {},
         { snapshots: read.snapshots },
       );

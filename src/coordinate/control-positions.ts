@@ -27,7 +27,7 @@
  *                      committed by this connector (another engine wrote it first);
  *   malformed          the stored value cannot be parsed.
  * Only `positions` and `fresh` let a committer proceed. Every other outcome stops the table with its reason
- * until an operator re-seeds positions deliberately (offsets API): "fail closed" means never choosing a
+ * until an operator re-seeds positions deliberately (`icefloe positions --adopt`; the offsets API later): "fail closed" means never choosing a
  * start position (earliest or latest) by guess, because a wrong guess either commits announcements twice
  * or silently skips them. `unseeded` is its own kind because its usual cause is benign (pointing the sink at
  * an existing table) and its repair differs (seed "from the beginning"), but the architecture rule — a table
