@@ -18,31 +18,31 @@
  * `positions-rolled-back` until an operator runs `icefloe positions --reapply|--adopt`. A re-apply whose
  * positions lie below what the buffer still holds makes the committer read the control topic again.
  *
- * Catch-up is incremental: a round reads at most icefloe.control.read.max-bytes (and CONTROL_READ_MAX_RECORDS
- * records, CONTROL_READ_TIMEOUT_MS), plans and commits what it has (the planner only includes whole
- * announcements), logs its progress, and while it is behind the loop starts the next round right away
- * (`behind()`). Memory: only this connector's records are buffered (a shared control topic's other
- * records are counted and dropped at once), the buffer holds what tables still need, and it is capped
- * (icefloe.control.buffer.max-bytes): at the cap, records only stopped tables need are dropped — those
+ * Catch-up is incremental: a round reads a bounded step of the control topic (control-buffer.ts), plans
+ * and commits what it has (the planner only includes whole announcements), and while it is behind the loop
+ * starts the next round right away (`behind()`). Memory: the buffer holds only this connector's records
+ * that tables still need, and it is capped: at the cap, records only stopped tables need are dropped — those
  * tables are "parked" (not planned again in this process; a restart reads their records again from their
  * stored positions) — and if what remains is still at the cap, reading pauses with an error in the log.
+ * This file says what the tables need (trim points, parking candidates, where reading starts); the buffer
+ * (control-buffer.ts) reads, holds, counts and drops.
  *
  * In standalone mode it runs in the worker process; distributed mode elects one per table, same protocol.
  */
 import { CommitStateUnknownError, errorMessage, IcefloeError, RetriableError } from '../core/errors.ts';
 import type { Logger } from '../core/log.ts';
 import type { ConnectorConfig } from '../config/connector-config.ts';
-import type { ControlTopicReader, KafkaAdmin, RawRecord, TopicPartitionOffset } from '../consume/port.ts';
+import type { ControlTopicReader, KafkaAdmin } from '../consume/port.ts';
 import { formatIdentifier, NoSuchTableError, parseIdentifier } from '../commit/port.ts';
 import type { Catalog, LoadedTable } from '../commit/port.ts';
 import { findCommit } from '../commit/commit-retry.ts';
 import { appendFiles, updateProperties } from '../commit/table-ops.ts';
 import { isPlanCurrent, planTableCommit } from '../coordinate/commit-state.ts';
-import type { ControlRecordRead, StopReason, TablePlan } from '../coordinate/commit-state.ts';
+import type { StopReason, TablePlan } from '../coordinate/commit-state.ts';
 import { readControlPositions } from '../coordinate/control-positions.ts';
 import type { ControlIdentity } from '../coordinate/control-positions.ts';
-import { classifyControlRecord, sameTable, tableRefString } from '../coordinate/events.ts';
-import type { TableRef } from '../coordinate/events.ts';
+import { sameTable, tableRefString } from '../coordinate/events.ts';
+import type { ControlEvent, TableRef } from '../coordinate/events.ts';
 import type { ObjectStore } from '../upload/port.ts';
 import { SourceReports, sourceKey } from '../coordinate/watermark.ts';
 import type { SourceKnowledge } from '../coordinate/watermark.ts';
@@ -52,6 +52,10 @@ import { controlGroupId, nextAppliedPositions, reapplyHolds, reapplyKey, readRea
 import type { ConnectorPositions } from '../coordinate/connector-position.ts';
 import { commitConnectorPositions, loadOrSeedConnectorPositions } from '../coordinate/position-store.ts';
 import type { PositionStoreOptions } from '../coordinate/position-store.ts';
+import { ControlBuffer } from '../coordinate/control-buffer.ts';
+import type { ControlReadStatus, StoppedNeeds } from '../coordinate/control-buffer.ts';
+
+export type { ControlReadStatus } from '../coordinate/control-buffer.ts';
 
 export interface CommitterDeps {
   readonly connector: ConnectorConfig;
@@ -87,35 +91,6 @@ export interface CommitRecord {
 
 const MAX_REPLANS = 5;
 const FILE_CHECK_CONCURRENCY = 16;
-/** Per-round bounds of the control read besides icefloe.control.read.max-bytes (constants: no operator needs to tune them). */
-const CONTROL_READ_MAX_RECORDS = 10_000;
-const CONTROL_READ_TIMEOUT_MS = 10_000;
-/** How often the summary of ignored (not ours) control records is logged at most. */
-const IGNORED_LOG_INTERVAL_MS = 60_000;
-
-/** A stopped table and, per control partition, the offset from which it still needs the buffer. */
-interface StoppedNeeds {
-  readonly name: string;
-  readonly from: ReadonlyMap<number, bigint>;
-}
-
-/** The committer's view of the control topic, for status and metrics. */
-export interface ControlReadStatus {
-  /** Records and key+value bytes read from the control topic since start (every record, ours or not). */
-  readonly readRecords: number;
-  readonly readBytes: number;
-  /** Records ignored because they are not this connector's: another Icefloe connector's, or not Icefloe's at all. */
-  readonly ignoredOtherConnector: number;
-  readonly ignoredForeign: number;
-  /** This connector's records held in memory now. */
-  readonly bufferedRecords: number;
-  readonly bufferedBytes: number;
-  /** The last round stopped before the end of the control topic (catching up). */
-  readonly behind: boolean;
-  /** Stopped tables whose records were dropped at the buffer cap: they resume only after a restart. */
-  readonly parkedTables: readonly string[];
-}
-
 export class ConnectorCommitter {
   /** Every commit made, for metrics and the benchmark (bounded: the last 10,000). */
   readonly commits: CommitRecord[] = [];
@@ -125,8 +100,8 @@ export class ConnectorCommitter {
   private readonly log: Logger;
   private readonly now: () => number;
   private readonly catalog: Catalog;
-  private cursor: Map<number, bigint> | undefined;
-  private buffer: ControlRecordRead[] = [];
+  /** The control topic read so far: records, byte accounting, cap, parking, counters, cursor. */
+  private readonly control: ControlBuffer;
   private readonly tables = new Map<string, TableRef>();
   private readonly status = new Map<string, TableCommitStatus>();
   private clusterId: string | undefined;
@@ -135,20 +110,8 @@ export class ConnectorCommitter {
   private readonly failures = new Map<string, number>();
   /** C as last read or committed (undefined until the first round read it). */
   private connectorPositions: ConnectorPositions | undefined;
-  /** Per control partition, the buffer holds every record from this offset on. */
-  private bufferFloor = new Map<number, bigint>();
   /** What this committer saw applied to each table (live rollback detection). */
   private readonly appliedBefore = new Map<string, { readonly tableUuid: string; readonly positions: ControlPositions }>();
-  /** Key+value bytes of each buffered record (for the buffer cap) and their sum. */
-  private readonly recordBytes = new WeakMap<ControlRecordRead, number>();
-  private bufferBytes = 0;
-  /** Stopped tables whose records were dropped from the buffer: not planned again until a restart re-reads them. */
-  private readonly parked = new Set<string>();
-  /** What each parked table still needs per control partition: C stays below it. */
-  private readonly parkedNeeds = new Map<string, ReadonlyMap<number, bigint>>();
-  private readonly reads = { records: 0, bytes: 0, otherConnector: 0, foreign: 0, loggedOther: 0, loggedForeign: 0, loggedAtMs: 0 };
-  private lagging = false;
-  private bufferFull = false;
   /** The latest cycle-complete report per source partition read so far (the watermark's memory). */
   private readonly reports = new SourceReports();
   private readonly partitionCounts = new Map<string, number>();
@@ -158,6 +121,7 @@ export class ConnectorCommitter {
     this.log = deps.log.child({ connector: deps.connector.name, role: 'committer' });
     this.now = deps.nowMs ?? Date.now;
     this.catalog = afterCommitHook(deps.catalog, () => deps.crash.reach('committer.after-catalog-commit'));
+    this.control = new ControlBuffer({ connector: deps.connector, reader: deps.reader, admin: deps.admin, log: this.log, now: this.now, onEvent: (e) => this.learn(e) });
   }
 
   tableStatus(): TableCommitStatus[] {
@@ -165,27 +129,18 @@ export class ConnectorCommitter {
   }
 
   controlStatus(): ControlReadStatus {
-    return {
-      readRecords: this.reads.records,
-      readBytes: this.reads.bytes,
-      ignoredOtherConnector: this.reads.otherConnector,
-      ignoredForeign: this.reads.foreign,
-      bufferedRecords: this.buffer.length,
-      bufferedBytes: this.bufferBytes,
-      behind: this.lagging,
-      parkedTables: [...this.parked].sort(),
-    };
+    return this.control.status();
   }
 
   /** The last round read a bounded step and more is committed on the control topic: run the next round now. */
   behind(): boolean {
-    return this.lagging;
+    return this.control.behind();
   }
 
   /** One round over every table; returns the commits it made. */
   async round(): Promise<CommitRecord[]> {
     const live = await this.identity();
-    const logStart = await this.readNew(live);
+    const logStart = await this.control.readNew(() => this.startPositions(live));
     const sources = await this.sourceKnowledge();
     const names = [...this.tables.keys()].sort();
     const made: CommitRecord[] = [];
@@ -196,7 +151,7 @@ export class ConnectorCommitter {
     for (let i = 0; i < names.length; i++) {
       const name = names[i] as string;
       const ref = this.tables.get(name) as TableRef;
-      if (this.parked.has(name)) continue; // its records were dropped: planning it now could skip them
+      if (this.control.isParked(name)) continue; // its records were dropped: planning it now could skip them
       let result: Awaited<ReturnType<ConnectorCommitter['commitTable']>>;
       try {
         result = await this.commitTable(ref, live, logStart, sources);
@@ -220,7 +175,7 @@ export class ConnectorCommitter {
       // What this table still needs from the buffer: a stopped or waiting table everything from its
       // effective position on each control partition (its stored one, raised by C): trimming those would
       // lose announcements it has not applied yet.
-      const cursor = this.cursor ?? new Map<number, bigint>();
+      const cursor = this.control.readThrough();
       const pending = result.reread === true || (plan !== undefined && (plan.kind === 'stopped' || plan.waiting > 0));
       // A stopped table's needs are kept apart: they are the first to go when the buffer is full.
       const needs = plan?.kind === 'stopped' ? new Map<number, bigint>() : trimAt;
@@ -231,23 +186,16 @@ export class ConnectorCommitter {
         needs.set(p, needs.has(p) ? min(needs.get(p) as bigint, o) : o);
       }
     }
-    for (const [p, end] of this.cursor ?? []) if (!trimAt.has(p)) trimAt.set(p, end);
-    if (!keepBuffer) {
-      const floor = this.trimBuffer(trimAt, stopped);
-      for (const [p, o] of floor) if (o > (this.bufferFloor.get(p) ?? 0n)) this.bufferFloor.set(p, o);
-    }
+    for (const [p, end] of this.control.readThrough()) if (!trimAt.has(p)) trimAt.set(p, end);
+    if (!keepBuffer) this.control.trim(trimAt, stopped);
     // C may not pass what a stopped or parked table still needs, even when the buffer no longer holds it.
     const appliedThrough = new Map(trimAt);
-    for (const from of [...stopped.map((t) => t.from), ...this.parkedNeeds.values()]) for (const [p, o] of from) appliedThrough.set(p, min(appliedThrough.get(p) ?? o, o));
+    for (const from of [...stopped.map((t) => t.from), ...this.control.parkedFrom()]) for (const [p, o] of from) appliedThrough.set(p, min(appliedThrough.get(p) ?? o, o));
     await this.commitConnectorPosition(live, keepBuffer ? new Map() : appliedThrough);
     if (reread) {
       // A table re-applies from below what the buffer holds: read the control topic again from the
       // lowest position any table needs (startPositions) in the next round; parked tables are read again too.
-      this.cursor = undefined;
-      this.setBuffer([], 0);
-      this.bufferFloor = new Map();
-      this.parked.clear();
-      this.parkedNeeds.clear();
+      this.control.restart();
     }
     return made;
   }
@@ -294,7 +242,7 @@ export class ConnectorCommitter {
     const name = tableRefString(ref);
     const applied = this.appliedBefore.get(name)?.positions;
     let oldest: number | undefined;
-    for (const r of this.buffer) {
+    for (const r of this.control.records) {
       if (!('event' in r) || r.event.type !== 'announcement' || r.event.connector !== this.d.connector.name || tableRefString(r.event.table) !== name) continue;
       if (r.offset < (applied?.get(r.partition) ?? 0n) || r.timestampMs === undefined) continue;
       if (oldest === undefined || r.timestampMs < oldest) oldest = r.timestampMs;
@@ -307,134 +255,14 @@ export class ConnectorCommitter {
     return { clusterId: this.clusterId, controlTopicId: await this.d.admin.topicId(this.d.connector.control.topic) };
   }
 
-  /** Reads every committed control record past the cursor; returns each partition's log start offset. */
-  private async readNew(live: ControlIdentity): Promise<Map<number, bigint>> {
-    const topic = this.d.connector.control.topic;
-    const marks = await this.d.admin.watermarks(topic);
-    const logStart = new Map(marks.map((m) => [m.partition, m.low]));
-    const cursor = (this.cursor ??= await this.startPositions(live));
-    for (const m of marks) {
-      const at = cursor.get(m.partition);
-      if (at === undefined || at < m.low) cursor.set(m.partition, m.low);
-    }
-    const from: TopicPartitionOffset[] = [...cursor].filter(([p, o]) => (marks.find((m) => m.partition === p)?.lastStable ?? 0n) > o).map(([partition, offset]) => ({ topic, partition, offset }));
-    const wasBehind = this.lagging;
-    this.lagging = false;
-    if (from.length === 0) {
-      if (wasBehind) this.log.info('control topic caught up', { readRecords: this.reads.records, readBytes: this.reads.bytes });
-      return logStart;
-    }
-    const { readMaxBytes, bufferMaxBytes } = this.d.connector.control;
-    const room = bufferMaxBytes - this.bufferBytes;
-    if (room <= 0) {
-      // Every table that is not stopped still needs all that is held (a table failing round after round,
-      // or one waiting for parts past the cap): reading more would only grow memory.
-      if (!this.bufferFull) this.log.error('control buffer full: reading the control topic pauses until tables commit (raise icefloe.control.buffer.max-bytes if this persists)', { bufferedBytes: this.bufferBytes, bufferedRecords: this.buffer.length, bufferMaxBytes });
-      this.bufferFull = true;
-      return logStart;
-    }
-    this.bufferFull = false;
-    const read = await this.d.reader.read(from, { maxBytes: Math.min(readMaxBytes, room), maxRecords: CONTROL_READ_MAX_RECORDS, timeoutMs: CONTROL_READ_TIMEOUT_MS });
-    const bytes = this.takeRecords(read.records);
-    for (const e of read.endOffsets) cursor.set(e.partition, e.offset);
-    const progress = from.map((f) => ({ partition: f.partition, from: String(f.offset), offset: String(cursor.get(f.partition) ?? f.offset), endOffset: String(marks.find((m) => m.partition === f.partition)?.lastStable ?? 0n) }));
-    this.lagging = from.some((f) => (cursor.get(f.partition) ?? f.offset) < (marks.find((m) => m.partition === f.partition)?.lastStable ?? 0n));
-    if (this.lagging || wasBehind) {
-      this.log.info(this.lagging ? 'control topic catch-up' : 'control topic caught up', {
-        partitions: progress,
-        records: read.records.length,
-        bytes,
-        bufferedRecords: this.buffer.length,
-        bufferedBytes: this.bufferBytes,
-      });
-    }
-    this.logIgnored();
-    return logStart;
-  }
-
-  /** Buffers this connector's records of a read; counts and drops the others. Returns the bytes read. */
-  private takeRecords(records: readonly RawRecord[]): number {
+  /** Learns from this connector's events as they are read: its tables (dynamic routing) and the watermark's reports. */
+  private learn(event: ControlEvent): void {
     const connector = this.d.connector.name;
-    let bytes = 0;
-    for (const r of records) {
-      const size = (r.key?.byteLength ?? 0) + (r.value?.byteLength ?? 0);
-      bytes += size;
-      const c = classifyControlRecord(connector, r.key, r.value);
-      if (c.kind === 'foreign' || c.kind === 'other-connector') {
-        if (c.kind === 'foreign') this.reads.foreign++;
-        else this.reads.otherConnector++;
-        continue;
-      }
-      const at = { partition: r.partition, offset: r.offset, ...(r.timestamp === null ? {} : { timestampMs: r.timestamp }) };
-      const rec: ControlRecordRead = c.kind === 'ours' ? { ...at, event: c.event } : { ...at, error: c.error, ...(c.code === 'unsupported-version' ? { unsupportedVersion: true } : {}) };
-      this.buffer.push(rec);
-      this.recordBytes.set(rec, size);
-      this.bufferBytes += size;
-      if (c.kind === 'ours' && c.event.type === 'cycle-complete' && c.event.connector === connector) this.reports.observe(c.event);
-      if (c.kind === 'ours' && c.event.type === 'announcement' && c.event.connector === connector) {
-        const name = tableRefString(c.event.table);
-        if (!this.tables.has(name)) this.tables.set(name, c.event.table);
-      }
+    if (event.type === 'cycle-complete' && event.connector === connector) this.reports.observe(event);
+    if (event.type === 'announcement' && event.connector === connector) {
+      const name = tableRefString(event.table);
+      if (!this.tables.has(name)) this.tables.set(name, event.table);
     }
-    this.reads.records += records.length;
-    this.reads.bytes += bytes;
-    return bytes;
-  }
-
-  /** Logs the records ignored since the last such line (a shared control topic), at most once a minute. */
-  private logIgnored(): void {
-    const r = this.reads;
-    const other = r.otherConnector - r.loggedOther;
-    const foreign = r.foreign - r.loggedForeign;
-    if ((other === 0 && foreign === 0) || this.now() - r.loggedAtMs < IGNORED_LOG_INTERVAL_MS) return;
-    this.log.info('control records of others ignored', { otherConnector: other, foreign, totalOtherConnector: r.otherConnector, totalForeign: r.foreign });
-    r.loggedOther = r.otherConnector;
-    r.loggedForeign = r.foreign;
-    r.loggedAtMs = this.now();
-  }
-
-  /**
-   * Keeps what running tables need (from `running`, per control partition) and what stopped ones need
-   * (each from its positions), unless that is over the buffer cap: then only what running tables need is
-   * kept, and the stopped tables that lose records by it are parked (never planned again here: a plan
-   * over a buffer with a hole would skip announcements).
-   */
-  private trimBuffer(running: ReadonlyMap<number, bigint>, stopped: readonly StoppedNeeds[]): ReadonlyMap<number, bigint> {
-    const keepAt = new Map(running);
-    for (const t of stopped) for (const [p, o] of t.from) keepAt.set(p, min(keepAt.get(p) ?? o, o));
-    const kept = this.buffer.filter((r) => r.offset >= (keepAt.get(r.partition) ?? 0n));
-    const keptBytes = this.bytesOf(kept);
-    if (keptBytes < this.d.connector.control.bufferMaxBytes || stopped.length === 0) {
-      this.setBuffer(kept, keptBytes);
-      return keepAt;
-    }
-    const below = (r: ControlRecordRead): boolean => r.offset < (running.get(r.partition) ?? 0n);
-    const lean = this.buffer.filter((r) => !below(r));
-    const losing = stopped.filter((t) => this.buffer.some((r) => below(r) && r.offset >= (t.from.get(r.partition) ?? 0n))).map((t) => t.name);
-    for (const t of stopped) {
-      if (!losing.includes(t.name)) continue;
-      this.parked.add(t.name);
-      this.parkedNeeds.set(t.name, t.from);
-    }
-    const leanBytes = this.bytesOf(lean);
-    this.log.warn('control buffer full: dropped the records only stopped tables need; they resume after a restart, which reads them again from their stored positions', {
-      tables: losing,
-      droppedBytes: keptBytes - leanBytes,
-      bufferMaxBytes: this.d.connector.control.bufferMaxBytes,
-    });
-    this.setBuffer(lean, leanBytes);
-    return running;
-  }
-
-  private bytesOf(records: readonly ControlRecordRead[]): number {
-    return records.reduce((n, r) => n + (this.recordBytes.get(r) ?? 0), 0);
-  }
-
-  private setBuffer(records: ControlRecordRead[], bytes: number): void {
-    this.buffer = records;
-    this.bufferBytes = bytes;
-    // Reading paused at the cap and the tables made room: the next round reads on at once.
-    if (this.bufferFull && bytes < this.d.connector.control.bufferMaxBytes) this.lagging = true;
   }
 
   /**
@@ -449,10 +277,7 @@ export class ConnectorCommitter {
     const c = await loadOrSeedConnectorPositions(this.positionStore(live), new Map(marks.map((m) => [m.partition, m.low])));
     this.connectorPositions = c;
     const routing = this.d.connector.tables.routing;
-    if (routing.kind === 'dynamic') {
-      this.bufferFloor = new Map();
-      return new Map();
-    }
+    if (routing.kind === 'dynamic') return new Map();
     const from = new Map([...c].map(([p, e]) => [p, e.offset]));
     const tables = [...new Set(routing.kind === 'all' ? routing.tables : routing.routes.map((r) => r.table))];
     for (const name of tables) {
@@ -471,7 +296,6 @@ export class ConnectorCommitter {
       // A re-apply without positions on some partition reads it from the log start (absent from the map).
       if (reapplyHolds(table.metadata, safeMark(table, this.d.connector.name), read)) for (const p of [...from.keys()]) if (!read.positions.has(p)) from.delete(p);
     }
-    this.bufferFloor = new Map(from);
     return from;
   }
 
@@ -481,12 +305,12 @@ export class ConnectorCommitter {
    * a spent mark acknowledges nothing (connector-position.ts `reapplyHolds`).
    */
   private async clearSpentMark(id: ReturnType<typeof parseIdentifier>, table: LoadedTable, positions: ControlPositions): Promise<void> {
-    if (this.bufferFloorAbove(positions)) return; // the buffer does not reach back: cannot tell yet
+    if (this.control.floorAbove(positions)) return; // the buffer does not reach back: cannot tell yet
     const mark = safeMark(table, this.d.connector.name);
     if (mark === undefined) return;
     // Spent: nothing of the table's is left below `through` (positions stop at the last record applied, so
     // a transaction marker may keep them just below it).
-    const left = this.buffer.some(
+    const left = this.control.records.some(
       (r) => 'event' in r && r.event.type === 'announcement' && r.event.connector === this.d.connector.name && sameTable(r.event.table, { namespace: id.namespace, name: id.name }) &&
         r.offset >= (positions.get(r.partition) ?? 0n) && r.offset < (mark.through.get(r.partition) ?? 0n),
     );
@@ -499,19 +323,10 @@ export class ConnectorCommitter {
     }
   }
 
-  /** The buffer no longer holds everything from `positions` on (partitions without one were read from the log start). */
-  private bufferFloorAbove(positions: ControlPositions): boolean {
-    for (const [p, floor] of this.bufferFloor) {
-      const at = positions.get(p);
-      if (at !== undefined && at < floor) return true;
-    }
-    return false;
-  }
-
   /** A re-apply (operator's mark) from positions below what the buffer holds, but still in the log. */
   private needsReread(table: LoadedTable, read: ReturnType<typeof readControlPositions>): boolean {
     if (read.kind !== 'positions' || !reapplyHolds(table.metadata, safeMark(table, this.d.connector.name), read)) return false;
-    return this.bufferFloorAbove(read.positions);
+    return this.control.floorAbove(read.positions);
   }
 
   /**
@@ -557,13 +372,13 @@ export class ConnectorCommitter {
         metadata: table.metadata,
         positions,
         live,
-        records: this.buffer,
+        records: this.control.records,
         nowMs: this.now(),
         isFileMissing: (path) => missing.has(path),
         logStartOffsets: logStart,
         ...(this.connectorPositions === undefined ? {} : { connectorPositions: this.connectorPositions }),
         ...(before === undefined ? {} : { appliedBefore: before }),
-        readToEnd: !this.lagging,
+        readToEnd: !this.control.behind(),
         sources,
       });
       if (plan.kind === 'stopped') {
@@ -650,7 +465,7 @@ export class ConnectorCommitter {
   /** Announced files (for this table, not yet applied) that are not in the object store. */
   private async missingFiles(ref: TableRef, positions: ReadonlyMap<number, bigint>): Promise<Set<string>> {
     const paths: string[] = [];
-    for (const r of this.buffer) {
+    for (const r of this.control.records) {
       if (!('event' in r) || r.event.type !== 'announcement' || r.event.connector !== this.d.connector.name) continue;
       if (r.offset < (positions.get(r.partition) ?? 0n) || tableRefString(r.event.table) !== tableRefString(ref)) continue;
       for (const f of r.event.files) if (!this.existing.has(f.filePath)) paths.push(f.filePath);
@@ -669,7 +484,7 @@ export class ConnectorCommitter {
   }
 
   private timestampOf(partition: number, offset: bigint): number | undefined {
-    return this.buffer.find((r) => r.partition === partition && r.offset === offset)?.timestampMs;
+    return this.control.records.find((r) => r.partition === partition && r.offset === offset)?.timestampMs;
   }
 
   private stop(name: string, reason: StopReason, oldestUnappliedMs: number | undefined): void {
