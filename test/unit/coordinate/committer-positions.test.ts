@@ -9,16 +9,7 @@ import { test } from 'node:test';
 import { parseIdentifier } from '../../../src/commit/port.ts';
 import { runPositionsTool } from '../../../src/coordinate/positions-tool.ts';
 import type { PositionsAction } from '../../../src/coordinate/positions-tool.ts';
-import { CONTROL, expected, recordingLogger, Rig, sortCoordinates, TABLE, until } from '../runtime/rig.ts';
-
-async function announce(rig: Rig, counts: readonly number[]): Promise<Record<number, bigint[]>> {
-  const produced: Record<number, bigint[]> = {};
-  counts.forEach((n, p) => (produced[p] = rig.produce(p, n)));
-  const task = rig.startTask(0);
-  await until('offsets committed', () => Object.entries(produced).every(([p, offsets]) => rig.committedOffset(Number(p)) === (offsets.at(-1) ?? -1n) + 1n));
-  await task.stop();
-  return produced;
-}
+import { announce, CONTROL, expected, recordingLogger, Rig, sortCoordinates, TABLE } from '../runtime/rig.ts';
 
 async function snapshotIds(rig: Rig): Promise<bigint[]> {
   return (await rig.catalog.loadTable(parseIdentifier(TABLE))).metadata.snapshots.map((s) => s.snapshotId);

@@ -7,18 +7,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { parseIdentifier } from '../../../src/commit/port.ts';
-import { expected, logged, Rig, sortCoordinates, TABLE, until } from '../runtime/rig.ts';
-
-
-/** Runs one task over `count` records per partition (one cycle each), then stops it. */
-async function announce(rig: Rig, counts: readonly number[]): Promise<Record<number, bigint[]>> {
-  const produced: Record<number, bigint[]> = {};
-  counts.forEach((n, p) => (produced[p] = rig.produce(p, n)));
-  const task = rig.startTask(0);
-  await until('offsets committed', () => Object.entries(produced).every(([p, offsets]) => rig.committedOffset(Number(p)) === (offsets.at(-1) ?? -1n) + 1n));
-  await task.stop();
-  return produced;
-}
+import { announce, expected, logged, Rig, sortCoordinates, TABLE } from '../runtime/rig.ts';
 
 test('a missing file stops the table; nothing after it is applied until it is back, then everything lands once', async (t) => {
   const rig = await new Rig({ partitions: 1 }).init();

@@ -233,3 +233,13 @@ export function sortCoordinates(c: readonly string[]): string[] {
     return pa === pb ? (oa < ob ? -1 : oa > ob ? 1 : 0) : pa < pb ? -1 : 1;
   });
 }
+
+/** Runs one task over `count` records per partition (one cycle each), then stops it; returns the offsets produced. */
+export async function announce(rig: Rig, counts: readonly number[]): Promise<Record<number, bigint[]>> {
+  const produced: Record<number, bigint[]> = {};
+  counts.forEach((n, p) => (produced[p] = rig.produce(p, n)));
+  const task = rig.startTask(0);
+  await until('offsets committed', () => Object.entries(produced).every(([p, offsets]) => rig.committedOffset(Number(p)) === (offsets.at(-1) ?? -1n) + 1n));
+  await task.stop();
+  return produced;
+}
