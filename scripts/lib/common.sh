@@ -8,16 +8,22 @@
 
 ICEFLOE_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 
-# Load pinned versions and ports; an exported variable of the same name wins.
-while IFS='=' read -r __k __v; do
-  case "$__k" in ''|\#*) continue ;; esac
-  if [ -z "${!__k+x}" ]; then export "$__k=$__v"; fi
-done < "$ICEFLOE_ROOT/scripts/stack.env"
-unset __k __v
+# One stack per run directory (default one per machine), so its run state lives outside any clone.
+export ICEFLOE_RUN="${ICEFLOE_RUN:-/tmp/icefloe-stack}"
+
+# Load pinned versions and ports; an exported variable of the same name wins. A second stack brought up
+# with other ports (exported for `up`, e.g. shifted ones beside the default stack) recorded them in its
+# run dir: later commands on it (a test stopping and starting one service knows only ICEFLOE_RUN) reuse them.
+for __f in "$ICEFLOE_RUN/ports.env" "$ICEFLOE_ROOT/scripts/stack.env"; do
+  [ -f "$__f" ] || continue
+  while IFS='=' read -r __k __v; do
+    case "$__k" in ''|\#*) continue ;; esac
+    if [ -z "${!__k+x}" ]; then export "$__k=$__v"; fi
+  done < "$__f"
+done
+unset __f __k __v
 
 export ICEFLOE_CACHE="${ICEFLOE_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/icefloe}"
-# One stack per machine (its ports are fixed), so its run state lives outside any clone.
-export ICEFLOE_RUN="${ICEFLOE_RUN:-/tmp/icefloe-stack}"
 mkdir -p "$ICEFLOE_CACHE"
 
 log()  { printf '[%s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
