@@ -9,17 +9,19 @@
  * id from that line, validated as Kafka's 22-character base64url UUID. A librdkafka upgrade that changes
  * the line fails the admin integration test, not silently.
  *
- * Group offsets: read with ListConsumerGroupOffsets (metadata included). The AdminClient has no
- * AlterConsumerGroupOffsets, so a commit goes through a KafkaConsumer with that group.id that never
- * subscribes (librdkafka then commits as a simple consumer: generation -1, which the coordinator accepts
- * while the group has no members); one such client per group, kept until close().
+ * Group offsets: read and committed through a KafkaConsumer with that group.id that never subscribes, one
+ * per group, kept until close(): the AdminClient has no AlterConsumerGroupOffsets (the consumer commits
+ * as a simple consumer: generation -1, which the coordinator accepts while the group has no members), and
+ * its ListConsumerGroupOffsets can crash the process (see listGroupOffsets).
  * Topic configs come from topic-configs.ts (the binding has no DescribeConfigs).
+ *
+ * Group members: DescribeGroups, for the worker's check that no other process runs its task ids.
  *
  * Owns: admin calls and their translation. Must not: delete or alter topics it did not create (deleteTopic
  * exists for tests and tools).
  */
 import { RetriableError } from '../../core/errors.ts';
-import type { GroupOffset, KafkaAdmin, TopicSpec, Watermarks } from '../port.ts';
+import type { GroupInspector, GroupMemberInfo, GroupOffset, KafkaAdmin, TopicSpec, Watermarks } from '../port.ts';
 import { KAFKA_CODES, translateKafkaError } from './errors.ts';
 import { RdKafka, call, sync } from './internal.ts';
 import type { KafkaConsumerClient } from './internal.ts';
@@ -35,7 +37,7 @@ export interface AdminOptions {
 
 const TIMEOUT_MS = 15_000;
 
-export class ConfluentKafkaAdmin implements KafkaAdmin {
+export class ConfluentKafkaAdmin implements KafkaAdmin, GroupInspector {
   readonly #config: Record<string, string>;
   readonly #admin: RdKafka.IAdminClient;
   /** Group id → the never-subscribing consumer that commits its offsets. */
@@ -157,39 +159,75 @@ export class ConfluentKafkaAdmin implements KafkaAdmin {
     }
   }
 
+  /**
+   * OffsetFetch through the group's own consumer client, not the AdminClient's ListConsumerGroupOffsets:
+   * librdkafka 2.15 answers a NOT_COORDINATOR to the latter by asking the client's consumer group to look
+   * up its coordinator, and an AdminClient has none — a NULL dereference that killed the worker with
+   * SIGSEGV after a broker restart (the group coordinator not loaded yet). The consumer's committed() goes
+   * through its group, which retries the lookup; with read_committed (librdkafka's default) it asks for
+   * stable offsets, as requireStableOffsets did.
+   */
   private async listGroupOffsets(groupId: string, topic: string): Promise<GroupOffset[]> {
     const partitions = (await this.describe(topic)).partitions.map((p) => ({ topic, partition: p.partition }));
-    const got = await call<RdKafka.GroupResults[]>('admin', (cb) =>
-      this.#admin.listConsumerGroupOffsets([{ groupId, partitions }], { timeout: TIMEOUT_MS, requireStableOffsets: true }, cb));
-    const g = got.find((r) => r.groupId === groupId);
-    if (g === undefined) throw new RetriableError(`Kafka admin: no offsets answer for group ${groupId}`);
-    if (g.error !== undefined) throw translateKafkaError(g.error, 'admin');
+    const consumer = await this.groupConsumer(groupId);
+    let got: RdKafka.TopicPartitionOffsetAndMetadata[];
+    try {
+      got = await withTimeout(call<RdKafka.TopicPartitionOffsetAndMetadata[]>('admin', (cb) => consumer.committed(partitions, TIMEOUT_MS, cb)), TIMEOUT_MS + 1_000, `Kafka admin: reading the offsets of group ${groupId} did not finish within ${TIMEOUT_MS} ms`);
+    } catch (e) {
+      this.dropGroupConsumer(groupId, consumer);
+      throw e;
+    }
     const out: GroupOffset[] = [];
-    for (const p of g.partitions) {
-      if (p.error !== undefined) throw translateKafkaError(p.error, 'admin');
+    for (const p of got as (RdKafka.TopicPartitionOffsetAndMetadata | Error)[]) {
+      // The binding puts a partition's error in place of the partition.
+      if (p instanceof Error) throw new RetriableError(`Kafka admin: reading the offsets of group ${groupId} failed: ${p.message}`);
       const offset = offsetFromNumber(p.offset);
-      if (offset !== null) out.push({ topic: p.topic, partition: p.partition, offset, metadata: p.metadata ?? null });
+      if (offset !== null) out.push({ topic: p.topic, partition: p.partition, offset, metadata: typeof p.metadata === 'string' ? p.metadata : null });
     }
     return out.sort((a, b) => a.partition - b.partition);
   }
 
-  async commitGroupOffsets(groupId: string, offsets: readonly GroupOffset[]): Promise<void> {
-    if (offsets.length === 0) return;
+  /** The group's never-subscribing consumer (one per group, kept until close()). */
+  private groupConsumer(groupId: string): Promise<KafkaConsumerClient> {
     let client = this.#committers.get(groupId);
     if (client === undefined) {
       client = this.groupClient(groupId);
       this.#committers.set(groupId, client);
       client.catch(() => this.#committers.delete(groupId));
     }
-    const consumer = await client;
+    return client;
+  }
+
+  /** Replaces a group client after a failure (a stalled one must not serve the next call). */
+  private dropGroupConsumer(groupId: string, consumer: KafkaConsumerClient): void {
+    this.#committers.delete(groupId);
+    void withTimeout(new Promise<void>((resolve) => consumer.disconnect(() => resolve())), TIMEOUT_MS, '').catch(() => undefined);
+  }
+
+  /** DescribeGroups: the live members (a dead one stays until its session times out). */
+  async groupMembers(groupId: string): Promise<GroupMemberInfo[]> {
+    const got = await call<RdKafka.GroupDescriptions>('admin', (cb) => this.#admin.describeGroups([groupId], { timeout: TIMEOUT_MS }, cb));
+    const g = got.groups.find((d) => d.groupId === groupId);
+    if (g === undefined) throw new RetriableError(`Kafka admin: no description for group ${groupId}`);
+    if (g.error !== undefined) throw translateKafkaError(g.error, 'admin');
+    return g.members.map((m) => ({
+      memberId: m.memberId,
+      clientId: m.clientId,
+      clientHost: m.clientHost,
+      assignment: (m.assignment?.topicPartitions ?? []).map((tp) => ({ topic: tp.topic, partition: tp.partition })),
+    }));
+  }
+
+  async commitGroupOffsets(groupId: string, offsets: readonly GroupOffset[]): Promise<void> {
+    if (offsets.length === 0) return;
+    const consumer = await this.groupConsumer(groupId);
     const list = offsets.map((o) => ({ topic: o.topic, partition: o.partition, offset: offsetToNumber(o.offset), ...(o.metadata === null ? {} : { metadata: o.metadata }) }));
     // librdkafka keeps a simple consumer's commit queued while it looks for the group coordinator (after a
     // broker stall, for as long as that takes): bounded here, and the client is replaced after a failure.
     try {
       await withTimeout(call('admin', (cb) => consumer.commitCb(list, (err) => cb(err))), TIMEOUT_MS, `Kafka admin: committing offsets for group ${groupId} did not finish within ${TIMEOUT_MS} ms`);
     } catch (e) {
-      this.#committers.delete(groupId);
-      void withTimeout(new Promise<void>((resolve) => consumer.disconnect(() => resolve())), TIMEOUT_MS, '').catch(() => undefined);
+      this.dropGroupConsumer(groupId, consumer);
       throw e;
     }
     // Observed on Kafka 4: the first commit of a group calls back before a read sees it (tens of ms).
