@@ -14,14 +14,16 @@
  *   offset, never past it, never with an implicit reset.
  * - `KafkaAdmin`: topic creation, the cluster id and topic ids (fail-closed identity), watermarks, and
  *   the committed offsets (with metadata) of a group no member consumes for: the committer's
- *   connector-level control position (coordinate/connector-position.ts).
+ *   connector-level control position (coordinate/connector-position.ts); a group's live members (the
+ *   worker checks at start that no other process runs its task ids).
  * - `RecordProducer`: a plain idempotent producer (no transactions) that reports where each record
  *   landed, for tools such as the data generator (`icefloe generate`); never used for the sink's own
  *   announcements, DLQ records or offsets (those go through `TransactionalProducer`).
  *
  * Error contract (every method): failures are `core/errors.ts` classes, translated once by the adapter.
- * - `FatalError` with `context.reason === 'fenced'` (see `isFenced`): another producer with our
- *   transactional.id took over; this task is a zombie and must stop.
+ * - `FatalError` with `context.reason === 'fenced'` (see `isFenced`): another process registered our
+ *   transactional.id while our transaction was younger than `transaction.timeout.ms` (so the coordinator
+ *   did not time it out): a successor of this task, or a second worker with the same task ids; stop.
  * - `TransactionAbortRequiredError` (a `RetriableError`): the transaction cannot commit (for example the
  *   consumer's group generation is stale); abort it, drop unannounced files, seek every assigned
  *   partition back to its committed offset, and start a new cycle.
@@ -29,6 +31,9 @@
  *   out and goes on in the background; call the same method again (librdkafka resumes it) until it
  *   resolves. Another transactional call meanwhile fails with a conflict, and a commit that timed out
  *   may still commit: its files are not known to be unannounced.
+ * - `ProducerResetRequiredError` (a `RetriableError`): the transactional producer is in a state it cannot
+ *   leave (librdkafka's fatal state, an invalid transaction state, a transaction the coordinator timed
+ *   out); abandon the cycle and `reinitialize()` the producer before the next transaction.
  * - `RetriableError`: broker or network trouble; retry the operation (or the cycle).
  * - `ConfigError`: a setting that cannot work.
  *
@@ -160,6 +165,13 @@ export interface TransactionalProducer {
   readonly transactionalId: string;
   /** Registers the transactional id and fences every earlier producer that used it. Call once. */
   initTransactions(timeoutMs?: number): Promise<void>;
+  /**
+   * The way out of a state the producer cannot leave (`ProducerResetRequiredError`, an abort that
+   * failed): drops this client and creates a new one with the same transactional.id and settings, then
+   * registers it as `initTransactions` does — which fences our own old epoch and aborts the transaction
+   * it left open. A time-out is retriable: call again (it resumes the registration).
+   */
+  reinitialize(timeoutMs?: number): Promise<void>;
   beginTransaction(): Promise<void>;
   /** Queues records in the open transaction; delivery is confirmed (or fails) at commit. */
   send(records: readonly OutgoingRecord[]): Promise<void>;
@@ -241,6 +253,20 @@ export interface GroupOffset extends TopicPartitionOffset {
   readonly metadata: string | null;
 }
 
+/** A live member of a consumer group as the group coordinator describes it. */
+export interface GroupMemberInfo {
+  readonly memberId: string;
+  readonly clientId: string;
+  readonly clientHost: string;
+  readonly assignment: readonly TopicPartition[];
+}
+
+/** Who is in a consumer group (the admin adapters implement it next to `KafkaAdmin`). */
+export interface GroupInspector {
+  /** The group's live members (none when the group is empty or unknown). */
+  groupMembers(groupId: string): Promise<GroupMemberInfo[]>;
+}
+
 export interface KafkaAdmin {
   /** Creates the topic unless it exists; true when this call created it. */
   ensureTopic(spec: TopicSpec): Promise<boolean>;
@@ -293,6 +319,25 @@ export class TransactionCallTimedOutError extends RetriableError {
     super(message, options);
     this.resumeWith = resumeWith;
   }
+}
+
+/**
+ * The transactional producer is in a state it cannot leave: librdkafka's fatal error state (for example
+ * `INVALID_TXN_STATE` or `INVALID_PRODUCER_ID_MAPPING` from the coordinator after transport failures), a
+ * call the client's state machine refuses (`ERR__STATE`), or a transaction the coordinator aborted itself
+ * because it outlived `transaction.timeout.ms` (it bumps the epoch: the producer then reads as fenced,
+ * though no other process is involved). Nothing of the transaction can commit any more; abandon the
+ * cycle, `reinitialize()` the producer (same transactional.id), rewind to the committed offsets.
+ */
+export class ProducerResetRequiredError extends RetriableError {
+  readonly resetRequired = true;
+  constructor(message: string, options?: ErrorOptions) {
+    super(message, options);
+  }
+}
+
+export function requiresProducerReset(error: unknown): error is ProducerResetRequiredError {
+  return error instanceof ProducerResetRequiredError;
 }
 
 export function isCallTimedOut(error: unknown): error is TransactionCallTimedOutError {

@@ -17,6 +17,12 @@
  *   whose answer was lost may have announced them.
  * - Fenced (another incarnation took our transactional.id, or we are a zombie): the error is passed on
  *   untouched; the task stops and never retries it.
+ * - A producer in a state it cannot leave (`ProducerResetRequiredError`: librdkafka's fatal state, an
+ *   invalid transaction state, a transaction the coordinator timed out), or whose abort failed: it is
+ *   re-created (same transactional.id; its registration aborts what the old client left open) before the
+ *   rewind, so the committed offsets are read once nothing of ours is pending (a broker restart is ridden
+ *   out by the task itself). Files of a transaction that failed before its commit call are deleted even
+ *   when the abort failed: only our commit call can commit a transaction.
  * - Zombie fence on every cycle: the transaction carries the offsets of every assigned partition, the
  *   committed ones where nothing moved, so the group coordinator checks our generation each time.
  * - A commit or abort that timed out is resumed by calling it again (librdkafka's rule); a timed-out
@@ -34,7 +40,7 @@ import { randomUUID } from 'node:crypto';
 import type { CrashPoints } from '../core/crash-points.ts';
 import { errorMessage, IcefloeError, RetriableError } from '../core/errors.ts';
 import type { Logger } from '../core/log.ts';
-import { isCallTimedOut, isFenced, partitionKey } from '../consume/port.ts';
+import { isCallTimedOut, isFenced, partitionKey, requiresProducerReset } from '../consume/port.ts';
 import type { KafkaSource, OutgoingRecord, RawRecord, TopicPartition, TopicPartitionOffset, TransactionalProducer } from '../consume/port.ts';
 import type { DataFile } from '../iceberg/data-file.ts';
 import type { ObjectStore } from '../upload/port.ts';
@@ -93,6 +99,8 @@ export interface ChannelMetrics {
   lastCycleMs: number;
   /** Transactional calls (commit, abort) that timed out and were called again to resume them. */
   callsResumed: number;
+  /** Times the transactional producer was re-created after a state it could not leave. */
+  producerResets: number;
 }
 
 interface PartitionState {
@@ -115,13 +123,15 @@ const DEFAULT_MAX_CONTROL_RECORD_BYTES = 900 * 1024;
 
 
 export class TaskChannel {
-  readonly metrics: ChannelMetrics = { cyclesCommitted: 0, cyclesAborted: 0, filesAnnounced: 0, lastCycleMs: 0, callsResumed: 0 };
+  readonly metrics: ChannelMetrics = { cyclesCommitted: 0, cyclesAborted: 0, filesAnnounced: 0, lastCycleMs: 0, callsResumed: 0, producerResets: 0 };
   private readonly d: TaskChannelDeps;
   private readonly incarnation = randomUUID().slice(0, 8);
   private readonly partitions = new Map<string, PartitionState>();
   /** The partition of the last record handled (records come in runs of one partition). */
   private lastPartition: PartitionState | undefined;
   private rewindPending = false;
+  /** The producer must be re-created before its next transaction (and before the rewind). */
+  private producerResetPending = false;
   private failed = false;
   private cycleCounter = 0;
   private cycleStartMs: number;
@@ -210,8 +220,13 @@ export class TaskChannel {
     await this.deleteFiles(orphans);
   }
 
-  /** The abort rule: every assigned partition back to its committed offset. */
+  /**
+   * The abort rule: every assigned partition back to its committed offset. A producer that must be
+   * re-created is re-created first: until its registration aborted what the old client left open, the
+   * group's offsets may be pending in that transaction (a stable read would wait for it).
+   */
   async rewind(): Promise<void> {
+    await this.resetProducerIfNeeded();
     await this.d.source.rewindToCommitted();
     for (const p of this.partitions.values()) {
       p.committed = undefined;
@@ -354,31 +369,54 @@ export class TaskChannel {
       throw new RetriableError('commit cycle has announcements but no source offsets to check the group generation with');
     }
     try {
+      await this.resetProducerIfNeeded();
       await producer.beginTransaction();
     } catch (e) {
       // Never begun: nothing of the cycle can be announced, so its files go now (else every retry leaks them).
+      if (requiresProducerReset(e)) this.producerResetPending = true;
       await this.deleteFiles(files);
       throw asIcefloe(e);
     }
+    let committing = false;
     try {
       await producer.send(records);
       if (offsets.length > 0) await producer.sendOffsetsToTransaction(offsets, source.groupMetadata());
       this.d.crash.reach('task.in-transaction');
+      committing = true;
       await this.resume('commitTransaction', () => producer.commitTransaction());
     } catch (e) {
       let aborted = false;
-      if (!isFenced(e)) {
+      if (requiresProducerReset(e)) {
+        // The client cannot abort any more; the new client's registration aborts the transaction.
+        this.producerResetPending = true;
+      } else if (!isFenced(e)) {
         aborted = await this.resume('abortTransaction', () => producer.abortTransaction()).then(
           () => true,
-          (err: unknown) => (this.d.log.warn('abort failed', { error: errorMessage(err) }), false),
+          (err: unknown) => {
+            // Whatever state the client is left in, a new one gets out of it (the issue's broker restart:
+            // the abort failed, then every begin did).
+            this.producerResetPending = true;
+            this.d.log.warn('abort failed; the producer is re-created before the next cycle', { error: errorMessage(err) });
+            return false;
+          },
         );
       }
-      // Only a transaction known to be aborted proves the files were never announced; otherwise they
-      // may be (a commit whose answer was lost), and deleting them would lose data: leave them to
-      // orphan cleanup.
-      if (aborted) await this.deleteFiles(files);
+      // A transaction known to be aborted, or one our commit call never reached, cannot have announced the
+      // files. After a commit call whose outcome is unknown they may be announced, and deleting them would
+      // lose data: leave them to orphan cleanup.
+      if (aborted || !committing) await this.deleteFiles(files);
       throw asIcefloe(e);
     }
+  }
+
+  /** Re-creates the producer when a failed transaction left it in a state it cannot leave (see header). */
+  private async resetProducerIfNeeded(): Promise<void> {
+    if (!this.producerResetPending) return;
+    const started = this.d.now();
+    await this.d.producer.reinitialize();
+    this.producerResetPending = false;
+    this.metrics.producerResets++;
+    this.d.log.info('transactional producer re-created', { transactionalId: this.d.producer.transactionalId, ms: this.d.now() - started, resets: this.metrics.producerResets });
   }
 
   /**

@@ -8,13 +8,17 @@
  * task's RetriableException — for as long as it takes, since nothing was lost and every attempt is in the
  * log. A transaction the broker made us abort (the group generation moved on: a rebalance under way) is
  * the protocol working, so it does not grow the back-off. Anything else (fenced, a bad configuration, a
- * data error the configuration does not tolerate) fails the task.
+ * data error the configuration does not tolerate) fails the task. A producer the broker left in a state it
+ * cannot leave (a broker restart mid-transaction) is re-created by the channel within the same retry.
+ *
+ * Restarts: `restartable(error)` tells the worker whether a failed task may succeed as a new incarnation
+ * (a broken client, an error we do not know) or ended by a decision a restart would repeat.
  *
  * Owns: the loop, retries, task state and metrics. Must not: decide what a record becomes (the writer)
  * or what is committed (the channel).
  */
 import type { CrashPoints } from '../core/crash-points.ts';
-import { errorMessage, FatalError, RetriableError } from '../core/errors.ts';
+import { errorMessage, FatalError, IcefloeError, RetriableError } from '../core/errors.ts';
 import { Backoff } from '../core/retry.ts';
 import type { Logger } from '../core/log.ts';
 import type { ConnectorConfig } from '../config/connector-config.ts';
@@ -65,10 +69,23 @@ const MAX_POLL_WAIT_MS = 200;
 /** The wait after a failed cycle (core/retry.ts: grows with consecutive failures, with jitter). */
 const CYCLE_BACKOFF = { initialDelayMs: 200, maxDelayMs: 10_000 };
 
+/**
+ * Whether a task that ended with `error` may succeed as a new incarnation with new clients: anything not
+ * ours (a client exception, a bug), a retriable error, or one marked `restartable` (a Kafka client that
+ * broke, a Kafka error we do not know). A decision is not: a bad configuration, a record the configuration
+ * does not tolerate, a fence by another process, the worker failing the connector — a new incarnation
+ * would end the same way, so the task stays FAILED with its trace.
+ */
+export function restartable(error: unknown): boolean {
+  return !(error instanceof IcefloeError) || error.retriable || error.context['restartable'] === true;
+}
+
 export class SinkTask {
   readonly id: number;
   state: TaskState = 'UNASSIGNED';
   trace: string | undefined;
+  /** Set with state FAILED: whether a new incarnation may succeed (`restartable`). */
+  restartable = false;
 
   private readonly d: SinkTaskDeps;
   private readonly log: Logger;
@@ -141,7 +158,7 @@ export class SinkTask {
   async run(): Promise<void> {
     const { source, producer, connector } = this.d;
     try {
-      await producer.initTransactions();
+      await this.register();
       const subscription = connector.topics.kind === 'list' ? { kind: 'list' as const, topics: connector.topics.topics } : { kind: 'regex' as const, pattern: connector.topics.pattern };
       await source.subscribe(subscription, {
         onAssigned: (tps) => this.channel.onAssigned(tps),
@@ -164,6 +181,7 @@ export class SinkTask {
       this.log.info('task stopped', { ...this.metrics });
     } catch (e) {
       this.state = 'FAILED';
+      this.restartable = this.failure === undefined && restartable(e);
       this.trace = e instanceof Error ? (e.stack ?? e.message) : String(e);
       this.log.error('task failed', { error: errorMessage(e) });
       this.channel.markFailed();
@@ -213,6 +231,25 @@ export class SinkTask {
 
   private settle(r: RawRecord, outcome: WriteOutcome): void {
     if (outcome !== 'abandoned') this.channel.handled(r, outcome === 'written');
+  }
+
+  /**
+   * Registers the transactional id (fencing an earlier incarnation), for as long as the broker is away:
+   * librdkafka resumes a registration that timed out when it is called again.
+   */
+  private async register(): Promise<void> {
+    for (;;) {
+      try {
+        await this.d.producer.initTransactions();
+        this.backoff.reset();
+        return;
+      } catch (e) {
+        if (!(e instanceof RetriableError) || this.stopping) throw e;
+        const delay = this.backoff.next();
+        this.log.warn('could not register the transactional id; retrying', { transactionalId: this.d.producer.transactionalId, error: errorMessage(e), retryInMs: delay });
+        await (this.d.sleep ?? sleep)(delay);
+      }
+    }
   }
 
   private async retryLater(e: unknown): Promise<void> {

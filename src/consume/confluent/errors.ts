@@ -6,7 +6,7 @@
  * unit tests run without the native addon), retry, or log.
  */
 import { ConfigError, FatalError, IcefloeError, RetriableError } from '../../core/errors.ts';
-import { TransactionAbortRequiredError, fencedError } from '../port.ts';
+import { ProducerResetRequiredError, TransactionAbortRequiredError, fencedError } from '../port.ts';
 
 /** librdkafka error codes we decide on (rdkafkacpp.h, librdkafka 2.15). */
 export const KAFKA_CODES = {
@@ -22,6 +22,7 @@ export const KAFKA_CODES = {
   ERR__QUEUE_FULL: -184,
   ERR__REVOKE_PARTITIONS: -174,
   ERR__ASSIGN_PARTITIONS: -175,
+  ERR__CONFLICT: -173,
   ERR__STATE: -172,
   ERR__FATAL: -150,
   ERR__FENCED: -144,
@@ -46,6 +47,7 @@ export const KAFKA_CODES = {
   ERR_INVALID_CONFIG: 40,
   ERR_INVALID_PRODUCER_EPOCH: 47,
   ERR_INVALID_TXN_STATE: 48,
+  ERR_INVALID_PRODUCER_ID_MAPPING: 49,
   ERR_CONCURRENT_TRANSACTIONS: 51,
   ERR_TRANSACTIONAL_ID_AUTHORIZATION_FAILED: 53,
   ERR_FENCED_INSTANCE_ID: 82,
@@ -87,6 +89,15 @@ export type KafkaOperation =
   | 'admin' | 'read-control' | 'close';
 
 const TXN_OPS = new Set<KafkaOperation>(['begin-transaction', 'send', 'send-offsets', 'commit-transaction']);
+/** Every call of the transactional producer. */
+const PRODUCER_OPS = new Set<KafkaOperation>([...TXN_OPS, 'init-transactions', 'abort-transaction']);
+/**
+ * A transactional producer that reports these is in a state it cannot leave: librdkafka raises a fatal
+ * error for INVALID_TXN_STATE and INVALID_PRODUCER_ID_MAPPING from the coordinator (seen after a broker
+ * restart: send-offsets failed on the transport, then the abort and the next begin failed), and answers
+ * ERR__STATE when its state machine refuses the call (a begin after an abort that did not complete).
+ */
+const PRODUCER_STUCK = new Set<number>([C.ERR__FATAL, C.ERR_INVALID_TXN_STATE, C.ERR_INVALID_PRODUCER_ID_MAPPING, C.ERR__STATE]);
 
 export function kafkaCodeName(code: number): string {
   return CODE_NAMES.get(code) ?? `code ${code}`;
@@ -96,6 +107,13 @@ export function kafkaCodeName(code: number): string {
  * Translates a client error for `operation`. Order matters: fencing first (a fenced producer's errors are
  * also fatal), then librdkafka's abortable flag, its fatal flag, and only then retriable / config codes.
  * `fenced` says this producer was already seen fenced: its later generic fatal errors are that fencing.
+ *
+ * The transactional producer's errors fall in four classes: fenced (`fencedError`; producer.ts tells a
+ * coordinator time-out from another process), abortable (`TransactionAbortRequiredError`: abort, rewind),
+ * stuck (`ProducerResetRequiredError`: fatal or invalid state; re-create the producer, rewind) and
+ * retriable. A fatal error of any other client is a `FatalError` marked `restartable`: the client is
+ * broken, a new task incarnation with new clients may well work (a broker-killed client, an error we do
+ * not know); only a configuration, a fence or a position outside the log are decisions.
  */
 export function translateKafkaError(error: unknown, operation: KafkaOperation, fenced = false): IcefloeError {
   if (error instanceof IcefloeError) return error;
@@ -107,17 +125,42 @@ export function translateKafkaError(error: unknown, operation: KafkaOperation, f
   const options = { cause: error, context };
 
   if (FENCED_PRODUCER.has(code) || (fenced && (e.isFatal === true || code === C.ERR__FATAL))) {
-    return fencedError(`${message}: another producer with this transactional.id took over (this task is a zombie)`, options);
+    // producer.ts tells another process from the coordinator's own time-out (explainFence).
+    return fencedError(`${message}: the producer's epoch was fenced`, options);
   }
   if (e.isTxnRequiresAbort === true || (TXN_OPS.has(operation) && STALE_GROUP_MEMBER.has(code))) {
     return new TransactionAbortRequiredError(`${message}: the transaction must be aborted and the cycle re-read`, options);
   }
-  if (e.isFatal === true || code === C.ERR__FATAL) return new FatalError(message, options);
+  if (PRODUCER_OPS.has(operation) && (e.isFatal === true || PRODUCER_STUCK.has(code))) {
+    return new ProducerResetRequiredError(`${message}: the transactional producer cannot leave this state; it is re-created (same transactional.id) and the cycle re-read`, options);
+  }
+  const restartable = { cause: error, context: { ...context, restartable: true } };
+  if (e.isFatal === true || code === C.ERR__FATAL) return new FatalError(message, restartable);
   if (code === C.ERR__AUTO_OFFSET_RESET || code === C.ERR_OFFSET_OUT_OF_RANGE) {
     return new FatalError(`${message}: the position is outside the log (topic recreated, retention, or offsets reset)`, options);
   }
   if (e.isRetriable === true || TRANSIENT.has(code)) return new RetriableError(message, options);
   if (MISCONFIGURED.has(code)) return new ConfigError(message, options);
-  // Unknown to us: stop with the facts rather than loop on a retry that may never help.
-  return new FatalError(message, options);
+  // Unknown to us: stop the task with the facts rather than loop on a retry that may never help; the
+  // worker starts a new incarnation (new clients) with a growing back-off.
+  return new FatalError(message, restartable);
+}
+
+/**
+ * A fence seen by a producer whose current transaction began `ageMs` ago (undefined: none open): the
+ * coordinator's own time-out abort when the transaction outlived `transaction.timeout.ms`, else another
+ * process (producer.ts's header says why the age tells them apart).
+ */
+export function explainFence(e: IcefloeError, transactionalId: string, ageMs: number | undefined, timeoutMs: number): IcefloeError {
+  const context = e.context;
+  if (ageMs !== undefined && ageMs >= timeoutMs) {
+    return new ProducerResetRequiredError(
+      `${e.message}: the transaction was open ${Math.round(ageMs)} ms, past transaction.timeout.ms (${timeoutMs}), so the coordinator aborted it and bumped the epoch; the producer is re-created (same transactional.id) and the cycle re-read`,
+      { cause: e, context: { ...context, transactionalId, transactionAgeMs: Math.round(ageMs) } },
+    );
+  }
+  return fencedError(
+    `${e.message}: another process uses transactional.id ${transactionalId} (a successor of this task, or two workers with overlapping icefloe.tasks.id-offset?); this task stops so that only one of them commits`,
+    { cause: e, context: { ...context, transactionalId, ...(ageMs === undefined ? {} : { transactionAgeMs: Math.round(ageMs) }) } },
+  );
 }

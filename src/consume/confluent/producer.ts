@@ -15,13 +15,25 @@
  * The calls' time-out is half the producer's `transaction.timeout.ms` (librdkafka default 60 s, so
  * 30 s): a call gives up, and can be resumed, well before the broker would time the transaction out.
  *
+ * Fenced or timed out by the coordinator: librdkafka reports a transaction the coordinator aborted for its
+ * age (it bumps the producer epoch) exactly as a fence by another producer (`ERR__FENCED`). Only the age
+ * tells them apart: the coordinator times a transaction out only after `transaction.timeout.ms`, counted
+ * from its first partition or offsets, which is after our `beginTransaction`. A fence in a transaction
+ * begun longer ago than that may be the coordinator's own abort (seen after a broker outage) and is
+ * reported as `ProducerResetRequiredError`; in a younger one only another `initTransactions` with our
+ * transactional.id can have bumped the epoch, so it is reported as fenced, naming the id.
+ *
+ * Re-creation (`reinitialize`): the client is disconnected (bounded: a stuck client is abandoned, not
+ * waited for) and a new one with the same settings registers the transactional.id; librdkafka's
+ * `initTransactions` is resumable, so after a time-out the same new client resumes it.
+ *
  * Owns: the producer's lifecycle and transaction calls. Must not: retry a transaction or decide about
- * the cycle (the caller resumes, aborts and rewinds).
+ * the cycle (the caller resumes, aborts, re-creates and rewinds).
  */
-import { ConfigError, RetriableError } from '../../core/errors.ts';
+import { ConfigError, IcefloeError, RetriableError } from '../../core/errors.ts';
 import { TransactionCallTimedOutError, isFenced } from '../port.ts';
 import type { ConsumerGroupMetadata, OutgoingRecord, TopicPartitionOffset, TransactionalProducer } from '../port.ts';
-import { KAFKA_CODES, translateKafkaError } from './errors.ts';
+import { KAFKA_CODES, explainFence, translateKafkaError } from './errors.ts';
 import { RdKafka, call, consumerOf, sync } from './internal.ts';
 import type { ProducerClient } from './internal.ts';
 import { offsetToNumber, splitTopicConfig, transactionalProducerConfig } from './settings.ts';
@@ -39,11 +51,19 @@ export interface ProducerOptions {
 /** librdkafka's default `transaction.timeout.ms`. */
 const DEFAULT_TRANSACTION_TIMEOUT_MS = 60_000;
 
+/** `transaction.timeout.ms` as librdkafka applies it (its default when unset or unusable). */
+function transactionTimeoutMs(transactionTimeout: string | undefined): number {
+  const t = transactionTimeout === undefined ? Number.NaN : Number(transactionTimeout);
+  return Number.isFinite(t) && t > 0 ? t : DEFAULT_TRANSACTION_TIMEOUT_MS;
+}
+
 /** The transactional calls' time-out: half the transaction time-out (see the module header). */
 export function transactionCallTimeoutMs(transactionTimeout: string | undefined): number {
-  const t = transactionTimeout === undefined ? Number.NaN : Number(transactionTimeout);
-  return Math.max(1000, Math.floor((Number.isFinite(t) && t > 0 ? t : DEFAULT_TRANSACTION_TIMEOUT_MS) / 2));
+  return Math.max(1000, Math.floor(transactionTimeoutMs(transactionTimeout) / 2));
 }
+
+/** How long a disconnect may take before a client is abandoned (a stuck one must not hold the task). */
+const CLOSE_TIMEOUT_MS = 10_000;
 
 /** A time-out of a resumable call (commit, abort) as `TransactionCallTimedOutError`; others unchanged. */
 function resumable(operation: string, e: unknown): unknown {
@@ -63,16 +83,30 @@ export class ConfluentTransactionalProducer implements TransactionalProducer {
   readonly transactionalId: string;
   /** Default time-out of the transactional calls (ms). */
   readonly callTimeoutMs: number;
-  readonly #producer: ProducerClient;
+  /** The producer's `transaction.timeout.ms`: a fence in an older transaction may be the coordinator's. */
+  readonly transactionTimeoutMs: number;
+  readonly #options: ProducerOptions;
+  #producer: ProducerClient;
   #fenced = false;
+  /** When the open transaction began (performance.now()); undefined when none is open. */
+  #begunAt: number | undefined;
+  /** A new client whose registration timed out: `reinitialize` resumes it instead of replacing the client. */
+  #registering = false;
 
-  private constructor(transactionalId: string, producer: ProducerClient, callTimeoutMs: number) {
-    this.transactionalId = transactionalId;
+  private constructor(options: ProducerOptions, producer: ProducerClient, transactionTimeoutMs: number) {
+    this.#options = options;
+    this.transactionalId = options.transactionalId;
     this.#producer = producer;
-    this.callTimeoutMs = callTimeoutMs;
+    this.transactionTimeoutMs = transactionTimeoutMs;
+    this.callTimeoutMs = Math.max(1000, Math.floor(transactionTimeoutMs / 2));
   }
 
   static async connect(options: ProducerOptions): Promise<ConfluentTransactionalProducer> {
+    const { producer, transactionTimeout } = await ConfluentTransactionalProducer.client(options);
+    return new ConfluentTransactionalProducer(options, producer, transactionTimeoutMs(transactionTimeout));
+  }
+
+  private static async client(options: ProducerOptions): Promise<{ producer: ProducerClient; transactionTimeout: string | undefined }> {
     const config = transactionalProducerConfig(options.settings, options.overrides, options.transactionalId);
     if (options.clientId !== undefined) config['client.id'] = options.clientId;
     const { global, topic } = splitTopicConfig(config);
@@ -81,7 +115,7 @@ export class ConfluentTransactionalProducer implements TransactionalProducer {
     // Serve librdkafka's events (errors, fatal errors) without a JS timer.
     producer.setPollInBackground(true);
     const timeout = config['transaction.timeout.ms'];
-    return new ConfluentTransactionalProducer(options.transactionalId, producer, transactionCallTimeoutMs(timeout === undefined ? undefined : String(timeout)));
+    return { producer, transactionTimeout: timeout === undefined ? undefined : String(timeout) };
   }
 
   /** True once this producer was seen fenced; it can never commit again. */
@@ -93,17 +127,48 @@ export class ConfluentTransactionalProducer implements TransactionalProducer {
     try {
       await call(operation, run, () => this.#fenced);
     } catch (e) {
-      if (isFenced(e)) this.#fenced = true;
-      throw resumable(operation, e);
+      throw this.explained(resumable(operation, e));
     }
+  }
+
+  /** A fence told apart from the coordinator's own time-out (module header); remembered once it is one. */
+  private explained(e: unknown): unknown {
+    if (!isFenced(e) || this.#fenced || !(e instanceof IcefloeError)) return e;
+    const age = this.#begunAt === undefined ? undefined : performance.now() - this.#begunAt;
+    const error = explainFence(e, this.transactionalId, age, this.transactionTimeoutMs);
+    if (isFenced(error)) this.#fenced = true;
+    return error;
   }
 
   initTransactions(timeoutMs = this.callTimeoutMs): Promise<void> {
     return this.txn('init-transactions', (cb) => this.#producer.initTransactions(timeoutMs, cb));
   }
 
-  beginTransaction(): Promise<void> {
-    return this.txn('begin-transaction', (cb) => this.#producer.beginTransaction(cb));
+  async reinitialize(timeoutMs = this.callTimeoutMs): Promise<void> {
+    if (!this.#registering) {
+      const old = this.#producer;
+      // One client per transactional.id at a time: the old one goes first (its transaction is aborted by the
+      // new registration, or by the coordinator's time-out if it never reached the broker).
+      await closeClient(old);
+      this.#producer = (await ConfluentTransactionalProducer.client(this.#options)).producer;
+      this.#fenced = false;
+      this.#begunAt = undefined;
+      this.#registering = true;
+    }
+    try {
+      await this.initTransactions(timeoutMs);
+      this.#registering = false;
+    } catch (e) {
+      // A time-out leaves the registration pending in librdkafka (resumed by the next call); anything else
+      // leaves the new client unusable, so the next call starts over with another one.
+      if (!(e instanceof RetriableError) || e.context['kafkaCode'] !== KAFKA_CODES.ERR__TIMED_OUT) this.#registering = false;
+      throw e;
+    }
+  }
+
+  async beginTransaction(): Promise<void> {
+    await this.txn('begin-transaction', (cb) => this.#producer.beginTransaction(cb));
+    this.#begunAt = performance.now();
   }
 
   async send(records: readonly OutgoingRecord[]): Promise<void> {
@@ -120,9 +185,7 @@ export class ConfluentTransactionalProducer implements TransactionalProducer {
             await new Promise((resolve) => setTimeout(resolve, 25));
             continue;
           }
-          const error = translateKafkaError(e, 'send', this.#fenced);
-          if (isFenced(error)) this.#fenced = true;
-          throw error;
+          throw this.explained(translateKafkaError(e, 'send', this.#fenced));
         }
       }
     }
@@ -137,16 +200,32 @@ export class ConfluentTransactionalProducer implements TransactionalProducer {
     return this.txn('send-offsets', (cb) => this.#producer.sendOffsetsToTransaction(tpos, consumer, timeoutMs, cb));
   }
 
-  commitTransaction(timeoutMs = this.callTimeoutMs): Promise<void> {
-    return this.txn('commit-transaction', (cb) => this.#producer.commitTransaction(timeoutMs, cb));
+  async commitTransaction(timeoutMs = this.callTimeoutMs): Promise<void> {
+    await this.txn('commit-transaction', (cb) => this.#producer.commitTransaction(timeoutMs, cb));
+    this.#begunAt = undefined;
   }
 
-  abortTransaction(timeoutMs = this.callTimeoutMs): Promise<void> {
-    return this.txn('abort-transaction', (cb) => this.#producer.abortTransaction(timeoutMs, cb));
+  async abortTransaction(timeoutMs = this.callTimeoutMs): Promise<void> {
+    await this.txn('abort-transaction', (cb) => this.#producer.abortTransaction(timeoutMs, cb));
+    this.#begunAt = undefined;
   }
 
   async close(): Promise<void> {
-    this.#producer.setPollInBackground(false);
-    await call<unknown>('close', (cb) => this.#producer.disconnect(5_000, cb));
+    await closeClient(this.#producer, true);
+  }
+}
+
+/** Disconnects a client, giving up after CLOSE_TIMEOUT_MS (`strict`: a failed or late disconnect rejects). */
+async function closeClient(producer: ProducerClient, strict = false): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  try {
+    producer.setPollInBackground(false);
+    const closed = call<unknown>('close', (cb) => producer.disconnect(5_000, cb));
+    const late = new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new RetriableError(`Kafka close: the producer did not disconnect within ${CLOSE_TIMEOUT_MS} ms; it is abandoned`)), CLOSE_TIMEOUT_MS)));
+    await Promise.race([closed, late]);
+  } catch (e) {
+    if (strict) throw e;
+  } finally {
+    clearTimeout(timer);
   }
 }

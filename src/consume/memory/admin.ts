@@ -11,13 +11,13 @@
  */
 import { ConfigError } from '../../core/errors.ts';
 import { partitionKey } from '../port.ts';
-import type { GroupOffset, KafkaAdmin, TopicSpec, Watermarks } from '../port.ts';
+import type { GroupInspector, GroupMemberInfo, GroupOffset, KafkaAdmin, TopicSpec, Watermarks } from '../port.ts';
 import { stateError } from './broker.ts';
 import type { Broker, Topic } from './broker.ts';
 import { rejectCall } from './faults.ts';
 import type { AdminOperation, Fault } from './faults.ts';
 
-export class MemoryKafkaAdmin implements KafkaAdmin {
+export class MemoryKafkaAdmin implements KafkaAdmin, GroupInspector {
   /** Names the client for fault injection. */
   readonly name: string;
   readonly #broker: Broker;
@@ -70,6 +70,11 @@ export class MemoryKafkaAdmin implements KafkaAdmin {
       }
       return out;
     });
+  }
+
+  groupMembers(groupId: string): Promise<GroupMemberInfo[]> {
+    return this.#call('groupMembers', () =>
+      (this.#broker.existingGroup(groupId)?.members() ?? []).map((m) => ({ memberId: m.memberId, clientId: m.clientId, clientHost: 'memory', assignment: m.partitions })));
   }
 
   commitGroupOffsets(groupId: string, offsets: readonly GroupOffset[]): Promise<void> {

@@ -8,10 +8,10 @@
  */
 import { RetriableError } from '../../core/errors.ts';
 
-export type ProducerOperation = 'initTransactions' | 'beginTransaction' | 'send' | 'sendOffsetsToTransaction' | 'commitTransaction' | 'abortTransaction' | 'close';
+export type ProducerOperation = 'initTransactions' | 'reinitialize' | 'beginTransaction' | 'send' | 'sendOffsetsToTransaction' | 'commitTransaction' | 'abortTransaction' | 'close';
 export type SourceOperation = 'subscribe' | 'poll' | 'seek' | 'committed' | 'rewindToCommitted' | 'close';
 export type ReaderOperation = 'read' | 'close';
-export type AdminOperation = 'ensureTopic' | 'deleteTopic' | 'clusterId' | 'topicId' | 'partitionCount' | 'watermarks' | 'groupOffsets' | 'commitGroupOffsets' | 'topicConfigs' | 'close';
+export type AdminOperation = 'ensureTopic' | 'deleteTopic' | 'clusterId' | 'topicId' | 'partitionCount' | 'watermarks' | 'groupOffsets' | 'groupMembers' | 'commitGroupOffsets' | 'topicConfigs' | 'close';
 export type Operation = ProducerOperation | SourceOperation | ReaderOperation | AdminOperation;
 
 /**

@@ -16,6 +16,7 @@ import type { ConsumerGroupMetadata, TopicPartition } from '../port.ts';
 
 export interface GroupMember {
   readonly id: string;
+  readonly clientId: string;
   readonly subscribes: (topic: string) => boolean;
   /** Told when the coordinator removed the member (session timeout). */
   readonly expired: () => void;
@@ -52,7 +53,7 @@ export class Group {
 
   join(clientId: string, subscribes: (topic: string) => boolean, expired: () => void): string {
     const id = `${clientId}-${++this.#joins}`;
-    this.#members.set(id, { id, subscribes, expired });
+    this.#members.set(id, { id, clientId, subscribes, expired });
     this.#rebalance();
     return id;
   }
@@ -110,11 +111,12 @@ export class Group {
     if ([...this.#members.keys()].some((m) => !same(next.get(m), this.#target.get(m)))) this.#rebalance();
   }
 
-  /** Members in join order with the partitions they hold. */
-  members(): { readonly memberId: string; readonly partitions: TopicPartition[] }[] {
-    return [...this.#members.keys()].map((memberId) => ({
-      memberId,
-      partitions: this.#partitions().filter((tp) => this.#owner.get(partitionKey(tp)) === memberId),
+  /** Members in join order with their client ids and the partitions they hold. */
+  members(): { readonly memberId: string; readonly clientId: string; readonly partitions: TopicPartition[] }[] {
+    return [...this.#members.values()].map((m) => ({
+      memberId: m.id,
+      clientId: m.clientId,
+      partitions: this.#partitions().filter((tp) => this.#owner.get(partitionKey(tp)) === m.id),
     }));
   }
 

@@ -14,6 +14,7 @@
  *   (`ERR__CONFLICT`), for as long as the pending call is not resumed.
  * - `close` leaves an open transaction open: it holds the last stable offset back until a new
  *   incarnation's `initTransactions` aborts it.
+ * - `reinitialize` is that new incarnation in the same object (the confluent adapter re-creates its client).
  *
  * Owns: one producer incarnation. Must not: retry or decide about the cycle.
  */
@@ -78,6 +79,17 @@ export class MemoryTransactionalProducer implements TransactionalProducer {
     return this.#call('initTransactions', () => {
       if (this.#closed) throw stateError('initTransactions', 'the producer is closed');
       if (this.#epoch !== undefined) throw stateError('initTransactions', 'initTransactions was already called');
+      this.#epoch = this.#broker.initProducer(this.transactionalId);
+    });
+  }
+
+  /** A new incarnation of this producer: a new epoch (aborting what the old one left open), no pending call. */
+  reinitialize(): Promise<void> {
+    return this.#call('reinitialize', () => {
+      this.#closed = false;
+      this.#fenced = false;
+      this.#pending = undefined;
+      this.#txn = undefined;
       this.#epoch = this.#broker.initProducer(this.transactionalId);
     });
   }
@@ -166,7 +178,7 @@ export class MemoryTransactionalProducer implements TransactionalProducer {
     const current = this.#broker.producerEpoch(this.transactionalId);
     if (this.#fenced || current !== epoch) {
       this.#fenced = true;
-      throw fencedError(`Kafka ${operation} failed: epoch ${epoch} of ${this.transactionalId} was fenced by epoch ${current}: another producer with this transactional.id took over (this task is a zombie)`, {
+      throw fencedError(`Kafka ${operation} failed: epoch ${epoch} of ${this.transactionalId} was fenced by epoch ${current}: another process uses transactional.id ${this.transactionalId} (a successor of this task, or two workers with overlapping icefloe.tasks.id-offset?); this task stops so that only one of them commits`, {
         context: { operation, transactionalId: this.transactionalId, epoch, currentEpoch: current },
       });
     }

@@ -6,8 +6,8 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { ConfigError, FatalError, RetriableError } from '../../../src/core/errors.ts';
-import { TransactionAbortRequiredError, isFenced, requiresAbort } from '../../../src/consume/port.ts';
-import { KAFKA_CODES, translateKafkaError } from '../../../src/consume/confluent/errors.ts';
+import { TransactionAbortRequiredError, isFenced, requiresAbort, requiresProducerReset } from '../../../src/consume/port.ts';
+import { KAFKA_CODES, explainFence, translateKafkaError } from '../../../src/consume/confluent/errors.ts';
 import {
   controlReaderConfig, offsetFromNumber, offsetToNumber, regexSubscription, sourceConsumerConfig, splitTopicConfig,
   transactionalProducerConfig, uuidFromHalves, clusterIdFromLogLine,
@@ -38,6 +38,43 @@ test('translate: abortable transaction errors and a stale group member ask for a
   assert.ok(requiresAbort(translateKafkaError({ code: KAFKA_CODES.ERR_INVALID_TXN_STATE, isTxnRequiresAbort: true }, 'commit-transaction')));
 });
 
+test('translate: a transactional producer in a state it cannot leave is to be re-created, on every producer call', () => {
+  // The issue's broker restart: send-offsets failed on the transport, then the abort and every begin failed.
+  const cases: [number, boolean, Parameters<typeof translateKafkaError>[1]][] = [
+    [KAFKA_CODES.ERR_INVALID_TXN_STATE, true, 'abort-transaction'],
+    [KAFKA_CODES.ERR__FATAL, true, 'begin-transaction'],
+    [KAFKA_CODES.ERR__STATE, false, 'begin-transaction'],
+    [KAFKA_CODES.ERR_INVALID_PRODUCER_ID_MAPPING, true, 'send-offsets'],
+    [KAFKA_CODES.ERR__FATAL, true, 'init-transactions'],
+    [KAFKA_CODES.ERR__FATAL, true, 'send'],
+    [KAFKA_CODES.ERR__FATAL, true, 'commit-transaction'],
+  ];
+  for (const [code, isFatal, op] of cases) {
+    const e = translateKafkaError({ code, isFatal, message: 'Broker: Producer attempted a transactional operation in an invalid state' }, op);
+    assert.ok(requiresProducerReset(e), `${code} on ${op}`);
+    assert.ok(e instanceof RetriableError, 'the cycle is retried (after the re-creation)');
+    assert.ok(!isFenced(e) && !requiresAbort(e));
+  }
+  // Abortable still wins (abort, then go on with the same producer); a fence is still a fence.
+  assert.ok(requiresAbort(translateKafkaError({ code: KAFKA_CODES.ERR_INVALID_TXN_STATE, isTxnRequiresAbort: true }, 'commit-transaction')));
+  assert.ok(isFenced(translateKafkaError({ code: KAFKA_CODES.ERR__FENCED, isFatal: true }, 'commit-transaction')));
+  // ERR__STATE outside the producer is the consumer's own ('KafkaConsumer is disconnected'): not a producer reset.
+  assert.ok(!requiresProducerReset(translateKafkaError({ code: KAFKA_CODES.ERR__STATE }, 'assign')));
+});
+
+test('a fence in a transaction older than transaction.timeout.ms may be the coordinator\'s own abort; a younger one is another process', () => {
+  const fence = translateKafkaError({ code: KAFKA_CODES.ERR__FENCED, isFatal: true, message: 'Producer fenced' }, 'commit-transaction');
+  const old = explainFence(fence, 'c-orders-1', 61_000, 60_000);
+  assert.ok(requiresProducerReset(old), 'the coordinator times out transactions and bumps the epoch: re-create');
+  assert.match(old.message, /open 61000 ms, past transaction\.timeout\.ms \(60000\)/);
+  for (const age of [59_000, undefined]) {
+    const young = explainFence(fence, 'c-orders-1', age, 60_000);
+    assert.ok(isFenced(young), `age ${age}`);
+    assert.match(young.message, /another process uses transactional\.id c-orders-1 \(a successor of this task, or two workers with overlapping icefloe\.tasks\.id-offset\?\)/);
+    assert.equal(young.context['transactionalId'], 'c-orders-1');
+  }
+});
+
 test('translate: retriable, config, offset-reset and unknown errors', () => {
   assert.ok(translateKafkaError({ code: KAFKA_CODES.ERR__TRANSPORT }, 'poll') instanceof RetriableError);
   assert.ok(translateKafkaError({ code: 12345, isRetriable: true }, 'poll') instanceof RetriableError);
@@ -46,8 +83,11 @@ test('translate: retriable, config, offset-reset and unknown errors', () => {
   assert.ok(translateKafkaError({ code: KAFKA_CODES.ERR__AUTO_OFFSET_RESET }, 'read-control') instanceof FatalError);
   const unknown = translateKafkaError({ code: 9999, message: 'retry me maybe' }, 'poll');
   assert.ok(unknown instanceof FatalError, 'unknown errors stop rather than loop');
-  assert.deepEqual(unknown.context, { operation: 'poll', kafkaCode: 9999, kafkaError: 'code 9999' });
+  assert.deepEqual(unknown.context, { operation: 'poll', kafkaCode: 9999, kafkaError: 'code 9999', restartable: true }, 'a new incarnation may not meet it');
   assert.ok(translateKafkaError(new Error('boom'), 'poll') instanceof FatalError);
+  assert.equal(translateKafkaError(new Error('KafkaConsumer is disconnected'), 'assign').context['restartable'], true);
+  assert.equal(translateKafkaError({ code: KAFKA_CODES.ERR__AUTO_OFFSET_RESET }, 'poll').context['restartable'], undefined, 'outside the log: a decision, not a crash');
+  assert.equal(translateKafkaError({ code: KAFKA_CODES.ERR__FATAL, isFatal: true }, 'poll').context['restartable'], true, 'a consumer that broke');
   const own = new RetriableError('ours');
   assert.equal(translateKafkaError(own, 'poll'), own);
 });
