@@ -18,7 +18,7 @@ import { mkdirSync, readFileSync } from 'node:fs';
 import { dirname, resolve as resolvePath } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import pino from 'pino';
-import { ConfigError } from './core/errors.ts';
+import { ConfigError, RetriableError } from './core/errors.ts';
 import type { Logger } from './core/log.ts';
 import { parseConnectorConfig } from './config/connector-config.ts';
 import type { CatalogConfig, ConnectorConfig } from './config/connector-config.ts';
@@ -45,6 +45,9 @@ export { parseCrashSpec } from './core/crash-points.ts';
 import type { CrashPoints, CrashSpec } from './core/crash-points.ts';
 import { valueFormat } from './decode/value-format.ts';
 import { SinkTask } from './runtime/task.ts';
+import { runTaskChild as runTaskProcess, taskProcessHandle } from './runtime/task-process.ts';
+import type { ParentMessage } from './runtime/task-process.ts';
+import { DEFAULT_SESSION_TIMEOUT_MS, checkTaskIdsFree, lingerMs, taskClientId } from './runtime/task-ids.ts';
 import { StandaloneWorker } from './runtime/worker.ts';
 import type { TaskHandle } from './runtime/worker.ts';
 
@@ -64,9 +67,21 @@ export function createLogger(level: string = 'info', bindings: Record<string, un
   return wrap(base);
 }
 
-/** Crash points die by SIGKILL after writing their line synchronously (nothing may run after them). */
+/**
+ * Crash points die by SIGKILL after writing their line synchronously (nothing may run after them). With
+ * the `throw` action the point raises an exception from the event loop, where nothing catches it; the
+ * code at the point meanwhile gets a retriable error (it must not go on as if nothing happened).
+ */
 function crashPoints(spec: CrashSpec | undefined): CrashPoints {
   return armCrashPoints(spec, (line) => {
+    if (spec?.action === 'throw') {
+      const text = line.replace('killing the process', 'throwing an uncaught exception');
+      process.stderr.write(`${text}\n`);
+      setImmediate(() => {
+        throw new Error(text);
+      });
+      throw new RetriableError(text);
+    }
     process.stderr.write(`${line}\n`);
     process.kill(process.pid, 'SIGKILL');
     throw new Error('unreachable: SIGKILL did not stop the process');
@@ -153,6 +168,8 @@ export interface TaskSpec {
   readonly taskId: number;
   readonly crash: CrashSpec | undefined;
   readonly logLevel: string;
+  /** task.shutdown.graceful.timeout.ms (an orphaned task process stops within it, at most 10 s). */
+  readonly shutdownTimeoutMs: number;
 }
 
 function loadConnector(spec: Pick<TaskSpec, 'workerProps' | 'baseDir' | 'connector'>): { worker: WorkerConfig; connector: ConnectorConfig } {
@@ -181,7 +198,7 @@ export async function startTaskInProcess(spec: TaskSpec, log: Logger, onAnnounce
     settings: { ...settings, ...worker.consumerProps },
     overrides: connector.consumerOverrides,
     groupId: connector.groupId,
-    clientId: `${connector.name}-${spec.taskId}`,
+    clientId: taskClientId(connector.name, spec.taskId),
   });
   const producer = await ConfluentTransactionalProducer.connect({
     settings: { ...settings, ...worker.producerProps, ...connector.control.kafkaProps },
@@ -214,62 +231,17 @@ const CLI_PATH = resolvePath(dirname(fileURLToPath(import.meta.url)), 'cli.ts');
 /** A task as a child process (`icefloe task`), spec over IPC (never argv: the config may hold secrets). */
 function startTaskProcess(spec: TaskSpec, log: Logger, onAnnounced: () => void): TaskHandle {
   const child = fork(CLI_PATH, ['task'], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'], serialization: 'advanced' });
-  let state: { state: string; trace?: string } = { state: 'UNASSIGNED' };
-  let failedWith: string | undefined;
-  child.on('message', (m: { type: string; state?: string; trace?: string }) => {
-    if (m.type === 'announced') onAnnounced();
-    else if (m.type === 'state' && m.state !== undefined) state = { state: m.state, ...(m.trace === undefined ? {} : { trace: m.trace }) };
-  });
-  child.send({ type: 'start', spec });
-  const done = new Promise<void>((resolve, reject) => {
-    child.on('exit', (code, signal) => {
-      if (code === 0) resolve();
-      else {
-        state = { state: 'FAILED', trace: state.trace ?? failedWith ?? `task process exited with ${signal ?? `code ${code}`}` };
-        const why = failedWith ?? state.trace?.split('\n')[0];
-        reject(new Error(`task ${spec.taskId} process exited with ${signal ?? `code ${code}`}${why === undefined ? '' : `: ${why}`}`));
-      }
-    });
-  });
-  return {
-    taskId: spec.taskId,
-    done,
-    state: () => state,
-    stop: async () => {
-      if (child.connected) child.send({ type: 'stop' });
-      else log.warn('task process already gone', { task: spec.taskId });
-    },
-    fail: async (message) => {
-      failedWith = message;
-      if (child.connected) child.send({ type: 'fail', message });
-    },
-  };
+  child.send({ type: 'start', spec } satisfies ParentMessage<TaskSpec>);
+  return taskProcessHandle(spec.taskId, child, log, onAnnounced);
 }
 
-/** `icefloe task`: the child side of startTaskProcess. Exits when the task ends or the worker is gone. */
-export async function runTaskChild(): Promise<number> {
-  const spec = await new Promise<TaskSpec>((resolve) => process.once('message', (m: { type: string; spec: TaskSpec }) => resolve(m.spec)));
-  const log = createLogger(spec.logLevel, { task: spec.taskId });
-  const send = (m: object): void => {
-    if (process.connected) process.send?.(m);
-  };
-  const { task, done } = await startTaskInProcess(spec, log, () => send({ type: 'announced' }));
-  process.on('message', (m: { type: string; message?: string }) => {
-    if (m.type === 'stop') task.stop();
-    else if (m.type === 'fail') task.fail(m.message ?? 'failed by the worker');
+/** `icefloe task`: the child side of startTaskProcess (runtime/task-process.ts: when and how it exits). */
+export function runTaskChild(): Promise<number> {
+  return runTaskProcess<TaskSpec>({
+    logger: (spec) => createLogger(spec.logLevel, { task: spec.taskId }),
+    start: (spec, log, onAnnounced) => startTaskInProcess(spec, log, onAnnounced),
+    orphanStopMs: (spec) => spec.shutdownTimeoutMs,
   });
-  // The worker died without stopping us: leave the group cleanly (our successor fences us anyway).
-  process.on('disconnect', () => task.stop());
-  const report = setInterval(() => send({ type: 'state', state: task.state, ...(task.trace === undefined ? {} : { trace: task.trace }) }), 1000);
-  try {
-    await done;
-    return 0;
-  } catch {
-    send({ type: 'state', state: 'FAILED', trace: task.trace });
-    return 1;
-  } finally {
-    clearInterval(report);
-  }
 }
 
 // ---------------------------------------------------------------------------------------------------
@@ -334,6 +306,24 @@ async function prepareControlTopic(admin: KafkaAdmin, c: ConnectorConfig, log: L
   return retentionMs;
 }
 
+/**
+ * Refuses to start a connector's tasks while another live process runs one of their ids (runtime/task-ids.ts):
+ * a dead predecessor's members are waited out for up to a session time-out and a half.
+ */
+async function checkTaskIds(admin: ConfluentKafkaAdmin, worker: WorkerConfig, c: ConnectorConfig, log: Logger): Promise<void> {
+  const session = Number(c.consumerOverrides['session.timeout.ms'] ?? worker.consumerProps['session.timeout.ms'] ?? DEFAULT_SESSION_TIMEOUT_MS);
+  await checkTaskIdsFree({
+    inspector: admin,
+    connector: c.name,
+    groupId: c.groupId,
+    taskIds: Array.from({ length: c.tasksMax }, (_, n) => n + worker.taskIdOffset),
+    idOffset: worker.taskIdOffset,
+    transactionalIdOf: (id) => `${c.control.transactionalPrefix}${c.name}-${id}`,
+    waitMs: lingerMs(Number.isFinite(session) && session > 0 ? session : DEFAULT_SESSION_TIMEOUT_MS),
+    log,
+  });
+}
+
 export async function runStandalone(options: StandaloneOptions): Promise<StandaloneWorker> {
   const logLevel = options.logLevel ?? 'info';
   const log = createLogger(logLevel);
@@ -348,18 +338,23 @@ export async function runStandalone(options: StandaloneOptions): Promise<Standal
   const settings = workerKafkaSettings(worker, worker.adminProps);
   const sw = new StandaloneWorker({
     log,
+    taskShutdownTimeoutMs: worker.taskShutdownTimeoutMs,
     async prepareConnector(c) {
       const admin = await ConfluentKafkaAdmin.connect({ settings, overrides: c.adminOverrides });
       try {
-        return { retentionMs: await prepareControlTopic(admin, c, log.child({ connector: c.name })) };
+        const retentionMs = await prepareControlTopic(admin, c, log.child({ connector: c.name }));
+        await checkTaskIds(admin, worker, c, log.child({ connector: c.name }));
+        return { retentionMs };
       } finally {
         await admin.close();
       }
     },
-    startTask(c, n, onAnnounced) {
+    startTask(c, n, onAnnounced, incarnation) {
       // Task n of this worker; icefloe.tasks.id-offset keeps several workers' tasks of one connector distinct.
       const taskId = n + worker.taskIdOffset;
-      const spec: TaskSpec = { workerProps, baseDir: options.cwd, connector: c.stored(), taskId, crash: options.crash, logLevel };
+      // A crash point is armed in a task's first incarnation only: the restarted task is the recovery under test.
+      const crash = incarnation === 0 ? options.crash : undefined;
+      const spec: TaskSpec = { workerProps, baseDir: options.cwd, connector: c.stored(), taskId, crash, logLevel, shutdownTimeoutMs: worker.taskShutdownTimeoutMs };
       if (worker.tasksMode === 'process') return startTaskProcess(spec, log, onAnnounced);
       let task: SinkTask | undefined;
       const started = startTaskInProcess(spec, log, onAnnounced);

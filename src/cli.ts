@@ -115,8 +115,9 @@ async function generate(args: readonly string[]): Promise<void> {
 }
 
 /**
- * `icefloe standalone`: runs until SIGTERM/SIGINT. ICEFLOE_CRASH_POINT / ICEFLOE_CRASH_AFTER arm a named
- * crash point (tests only; src/runtime/crash-points.ts); ICEFLOE_LOG_LEVEL sets the log level.
+ * `icefloe standalone`: runs until SIGTERM/SIGINT. ICEFLOE_CRASH_POINT / ICEFLOE_CRASH_AFTER /
+ * ICEFLOE_CRASH_ACTION arm a named crash point (tests only; src/core/crash-points.ts); ICEFLOE_LOG_LEVEL
+ * sets the log level.
  */
 async function standalone(args: readonly string[]): Promise<number> {
   const [workerFile, ...connectorFiles] = args;
@@ -141,7 +142,7 @@ async function standalone(args: readonly string[]): Promise<number> {
       workerPropertiesPath: workerFile,
       connectorPaths: connectorFiles,
       cwd: process.cwd(),
-      crash: parseCrashSpec(process.env['ICEFLOE_CRASH_POINT'], process.env['ICEFLOE_CRASH_AFTER']),
+      crash: parseCrashSpec(process.env['ICEFLOE_CRASH_POINT'], process.env['ICEFLOE_CRASH_AFTER'], process.env['ICEFLOE_CRASH_ACTION']),
       logLevel: process.env['ICEFLOE_LOG_LEVEL'] ?? 'info',
     });
   } catch (e) {

@@ -146,11 +146,6 @@ export const WORKER_UNSUPPORTED: readonly UnsupportedKey[] = [
   { key: 'config.providers', ...CONFIG_PROVIDERS },
   { key: 'config.providers.', ...CONFIG_PROVIDERS },
   {
-    key: 'task.shutdown.graceful.timeout.ms',
-    needs: `a shutdown deadline, which comes with graceful shutdown in ${DISTRIBUTED}`,
-    instead: 'A stopping task always finishes or abandons its commit cycle before the worker exits; nothing is killed after a timeout. Remove it (or set 5000).',
-  },
-  {
     key: 'connector.client.config.override.policy',
     needs: `client override policies, which come with ${REST_API}`,
     instead: 'Every consumer.override.*, producer.override.* and admin.override.* setting of a connector is applied (the All policy). Remove it (or set All) and review connector overrides yourself.',

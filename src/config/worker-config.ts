@@ -127,8 +127,8 @@ export const WORKER_CONFIG_DEF: ConfigDef = new ConfigDef()
     doc: notYet('header.converter', 'Default converter for header values.') })
   .definePrefix({ prefix: 'key.converter.', group: G_WORKER, doc: 'Settings of the worker\'s key converter.' })
   .definePrefix({ prefix: 'value.converter.', group: G_WORKER, doc: 'Settings of the worker\'s value converter.' })
-  .define({ name: 'task.shutdown.graceful.timeout.ms', type: 'LONG', default: '5000', importance: 'LOW', group: G_WORKER,
-    doc: notYet('task.shutdown.graceful.timeout.ms', 'How long a stopping task may take to finish or abandon its commit cycle before it is killed.') })
+  .define({ name: 'task.shutdown.graceful.timeout.ms', type: 'LONG', default: '30000', importance: 'LOW', group: G_WORKER, validator: validators.range(0),
+    doc: 'How long the stopping tasks may take in all to finish their last commit cycle (upload and transaction) before the worker kills them: a task process by SIGKILL (fencing makes a late end harmless; its cycle is read again by the next incarnation), a task in the worker process is left behind as the worker exits. Connect\'s default is 5000; Icefloe\'s is longer because a stopping task commits its last cycle. A task process whose worker is gone stops within the smaller of this and 10 s.' })
   .define({ name: 'connector.client.config.override.policy', type: 'STRING', default: 'All', importance: 'MEDIUM', group: G_WORKER,
     doc: notYet('connector.client.config.override.policy', 'Which `consumer.override.*`/`producer.override.*`/`admin.override.*` keys connectors may set: All, None, or Principal (only SASL/security keys).') })
   .define({ name: 'offset.flush.interval.ms', type: 'LONG', default: '60000', importance: 'LOW', group: G_WORKER, validator: validators.range(0),
@@ -200,6 +200,8 @@ export interface WorkerConfig {
   readonly tasksMode: 'process' | 'in-process';
   /** Added to each connector's task numbers (several standalone workers on one connector use distinct ids). */
   readonly taskIdOffset: number;
+  /** task.shutdown.graceful.timeout.ms: how long stopping tasks may take in all before they are killed. */
+  readonly taskShutdownTimeoutMs: number;
   readonly secretKeys: readonly string[];
   readonly warnings: readonly string[];
   stored(): Record<string, string>;
@@ -306,6 +308,7 @@ function buildWorker(p: ParsedConfig, options: WorkerParseOptions): WorkerConfig
     defaultCatalogProps: defaultCatalogProps === undefined ? undefined : safeProps(defaultCatalogProps, 'iceberg.catalog.'),
     tasksMode: p.string('icefloe.tasks.mode') === 'in-process' ? 'in-process' : 'process',
     taskIdOffset: p.number('icefloe.tasks.id-offset') ?? 0,
+    taskShutdownTimeoutMs: p.number('task.shutdown.graceful.timeout.ms') ?? 30_000,
     secretKeys: p.secretKeys(),
     warnings: p.warnings,
     stored,

@@ -5,6 +5,8 @@
  * ICEFLOE_CRASH_POINT / ICEFLOE_CRASH_AFTER, read by cli.ts and passed in through app.ts). When the
  * configured point is reached for the N-th time, a line naming it goes to stderr (synchronously, so the
  * test can assert the point was hit) and the process dies by SIGKILL: no finally blocks, no flushes.
+ * With ICEFLOE_CRASH_ACTION=throw the point instead raises an exception nothing catches (from the event
+ * loop, as a client's callback would), so a test can watch how the process handles an uncaught exception.
  */
 import { ConfigError } from '../core/errors.ts';
 
@@ -28,21 +30,29 @@ export interface CrashPoints {
 
 export const NO_CRASH_POINTS: CrashPoints = { reach: () => undefined };
 
+export const CRASH_ACTIONS = ['kill', 'throw'] as const;
+export type CrashAction = (typeof CRASH_ACTIONS)[number];
+
 export interface CrashSpec {
   readonly point: CrashPoint;
   /** Crash when the point is reached for this time (1 = the first time). */
   readonly after: number;
+  /** kill (default): SIGKILL; throw: an uncaught exception. */
+  readonly action?: CrashAction;
 }
 
-/** Parses ICEFLOE_CRASH_POINT / ICEFLOE_CRASH_AFTER values; undefined when no point is set. */
-export function parseCrashSpec(point: string | undefined, after: string | undefined): CrashSpec | undefined {
+/** Parses ICEFLOE_CRASH_POINT / ICEFLOE_CRASH_AFTER / ICEFLOE_CRASH_ACTION values; undefined when no point is set. */
+export function parseCrashSpec(point: string | undefined, after: string | undefined, action?: string): CrashSpec | undefined {
   if (point === undefined || point === '') return undefined;
   if (!(CRASH_POINTS as readonly string[]).includes(point)) {
     throw new ConfigError(`unknown crash point ${JSON.stringify(point)}; known: ${CRASH_POINTS.join(', ')}`);
   }
   const n = after === undefined || after === '' ? 1 : Number(after);
   if (!Number.isSafeInteger(n) || n < 1) throw new ConfigError(`ICEFLOE_CRASH_AFTER must be a positive integer, got ${JSON.stringify(after)}`);
-  return { point: point as CrashPoint, after: n };
+  if (action !== undefined && action !== '' && !(CRASH_ACTIONS as readonly string[]).includes(action)) {
+    throw new ConfigError(`unknown crash action ${JSON.stringify(action)}; known: ${CRASH_ACTIONS.join(', ')}`);
+  }
+  return { point: point as CrashPoint, after: n, ...(action === 'throw' ? { action: 'throw' as const } : {}) };
 }
 
 /** Crash points armed for `spec`; `die` must not return (it kills the process). */

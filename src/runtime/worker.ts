@@ -12,24 +12,41 @@
  * oldest unapplied announcement nears the retention, fails every task of the connector (each abandons its
  * open cycle, so nothing more is acknowledged to Kafka); the committer keeps running for the other tables.
  * The connector stays FAILED until the worker is restarted.
+ *
+ * Restarts (nobody is needed at 3 a.m.): a task that ended unexpectedly — its process crashed, was killed
+ * (OOM), or the task failed with an error a new incarnation may not meet (`restartable` in task.ts: a
+ * broken client, an error we do not know) — is started again after a back-off that grows with each
+ * consecutive restart (from RESTART_BACKOFF; an incarnation that ran HEALTHY_RUN_MS starts the count
+ * afresh). A task that failed by a decision (bad configuration, a record the configuration does not
+ * tolerate, fenced by another process, the connector failed) stays FAILED with its trace. The status
+ * shows each task's restarts and the last unexpected end.
+ *
+ * Stopping is bounded: tasks get `task.shutdown.graceful.timeout.ms` in all to finish their last cycle;
+ * one still running then is killed (a task process by SIGKILL: fencing and the transaction time-out make a
+ * late end harmless, its cycle is read again by the next incarnation).
  */
 import { errorMessage } from '../core/errors.ts';
 import type { Logger } from '../core/log.ts';
+import { Backoff } from '../core/retry.ts';
+import type { BackoffBounds } from '../core/retry.ts';
 import type { ConnectorConfig } from '../config/connector-config.ts';
 import type { ConnectorCommitter } from '../coordinate/committer.ts';
 import { CommitterLoop } from '../coordinate/committer-loop.ts';
 import { connectorHealth } from '../coordinate/connector-health.ts';
 import type { HealthVerdict, TableHealth } from '../coordinate/connector-health.ts';
+import { restartable } from './task.ts';
 
 /** A running task, however it runs. */
 export interface TaskHandle {
   readonly taskId: number;
-  /** Settles when the task ended (rejects when it failed). */
+  /** Settles when the task ended; rejects when it failed, with an error `restartable` (task.ts) judges. */
   readonly done: Promise<void>;
   /** Asks the task to finish its cycle and leave the group. */
   stop(): Promise<void>;
   /** Fails the task: it abandons its open cycle (nothing more is committed) and reports FAILED with `message`. */
   fail(message: string): Promise<void>;
+  /** Ends the task at once (a task process: SIGKILL); absent where that is impossible (a task in this process). */
+  kill?(): void;
   state(): { readonly state: string; readonly trace?: string };
 }
 
@@ -40,15 +57,44 @@ export interface WorkerDeps {
    * checks its configuration; resolves with its retention.ms (null: unlimited).
    */
   prepareConnector(connector: ConnectorConfig): Promise<{ readonly retentionMs: number | null }>;
-  startTask(connector: ConnectorConfig, taskId: number, onAnnounced: () => void): TaskHandle;
+  /** Starts task `taskId`; `incarnation` counts its restarts (0: the first start). */
+  startTask(connector: ConnectorConfig, taskId: number, onAnnounced: () => void, incarnation: number): TaskHandle;
   createCommitter(connector: ConnectorConfig): Promise<{ readonly committer: ConnectorCommitter; close(): Promise<void> }>;
+  /** `task.shutdown.graceful.timeout.ms`: how long stopping tasks may take in all before they are killed. */
+  readonly taskShutdownTimeoutMs?: number;
+  /** The waits between restarts of a task (default RESTART_BACKOFF). */
+  readonly restartBackoff?: BackoffBounds;
+  /** Numbers in [0, 1) for the back-off's jitter (tests pin it). */
+  readonly random?: () => number;
 }
 
 const HEALTH_CHECK_MS = 5_000;
+const DEFAULT_TASK_SHUTDOWN_TIMEOUT_MS = 30_000;
+/** From 1 s to 5 min between restarts of one task. */
+export const RESTART_BACKOFF: BackoffBounds = { initialDelayMs: 1_000, maxDelayMs: 300_000 };
+/** An incarnation that ran this long was healthy: its end starts the back-off afresh. */
+const HEALTHY_RUN_MS = 10 * 60_000;
+
+/** One task number of a connector across its incarnations. */
+interface TaskSlot {
+  readonly taskId: number;
+  /** The current (or last) incarnation. */
+  handle: TaskHandle;
+  /** Set once the current incarnation's `done` settled. */
+  ended: boolean;
+  startedAtMs: number;
+  /** Incarnations started after the first. */
+  restarts: number;
+  /** The last unexpected end (what the restart recovered from). */
+  lastFailure: string | undefined;
+  readonly backoff: Backoff;
+  /** A restart waiting out its back-off. */
+  restartTimer: NodeJS.Timeout | undefined;
+}
 
 interface RunningConnector {
   readonly config: ConnectorConfig;
-  readonly tasks: TaskHandle[];
+  readonly tasks: TaskSlot[];
   readonly committer: ConnectorCommitter;
   readonly closeCommitter: () => Promise<void>;
   readonly loop: CommitterLoop;
@@ -65,7 +111,8 @@ export interface ConnectorStatus {
   readonly name: string;
   readonly state: 'RUNNING' | 'FAILED';
   readonly trace?: string;
-  readonly tasks: { id: number; state: string; trace?: string }[];
+  /** `restarts`: incarnations started after the first; `lastFailure`: the unexpected end the last restart recovered from. */
+  readonly tasks: { id: number; state: string; trace?: string; restarts: number; lastFailure?: string }[];
   readonly tables: (ReturnType<ConnectorCommitter['tableStatus']>[number] & Partial<Pick<TableHealth, 'unappliedAgeMs' | 'retentionAlarm'>>)[];
   /** The committer's view of the control topic (records read, ignored, parked tables). */
   readonly control: ReturnType<ConnectorCommitter['controlStatus']>;
@@ -76,6 +123,7 @@ export class StandaloneWorker {
   private readonly connectors = new Map<string, RunningConnector>();
 
   private readonly now: () => number;
+  private stopping = false;
 
   constructor(deps: WorkerDeps & { readonly nowMs?: () => number }) {
     this.d = deps;
@@ -99,11 +147,45 @@ export class StandaloneWorker {
       healthTimer: setInterval(() => this.checkHealth(running, log), HEALTH_CHECK_MS).unref() });
     this.connectors.set(connector.name, running);
     for (let t = 0; t < connector.tasksMax; t++) {
-      const handle = this.d.startTask(connector, t, () => loop.wake());
-      handle.done.catch((e: unknown) => log.error('task failed; the worker keeps running (restart it to retry)', { task: handle.taskId, error: errorMessage(e) }));
-      running.tasks.push(handle);
+      const handle = this.d.startTask(connector, t, () => loop.wake(), 0);
+      const slot: TaskSlot = { taskId: handle.taskId, handle, ended: false, startedAtMs: this.now(), restarts: 0, lastFailure: undefined,
+        backoff: new Backoff(this.d.restartBackoff ?? RESTART_BACKOFF, this.d.random), restartTimer: undefined };
+      running.tasks.push(slot);
+      this.watch(running, slot, t, log);
     }
     log.info('connector started', { tasks: connector.tasksMax, config: connector.redacted() });
+  }
+
+  /** Follows one incarnation of task number `n` to its end, and restarts it when that end was unexpected. */
+  private watch(c: RunningConnector, slot: TaskSlot, n: number, log: Logger): void {
+    const handle = slot.handle;
+    handle.done.then(
+      () => {
+        slot.ended = true;
+      },
+      (e: unknown) => {
+        slot.ended = true;
+        if (this.stopping) return;
+        if (c.failure !== undefined || !restartable(e)) {
+          log.error('task failed; it stays FAILED (a restart would end the same way: fix the cause and restart the worker)', { task: handle.taskId, error: errorMessage(e) });
+          return;
+        }
+        if (this.now() - slot.startedAtMs >= HEALTHY_RUN_MS) slot.backoff.reset();
+        const delay = slot.backoff.next();
+        slot.lastFailure = errorMessage(e);
+        log.error('task ended unexpectedly; restarting it', { task: handle.taskId, error: slot.lastFailure, restarts: slot.restarts + 1, retryInMs: delay });
+        slot.restartTimer = setTimeout(() => {
+          slot.restartTimer = undefined;
+          if (this.stopping || c.failure !== undefined) return;
+          slot.restarts++;
+          slot.handle = this.d.startTask(c.config, n, () => c.loop.wake(), slot.restarts);
+          slot.ended = false;
+          slot.startedAtMs = this.now();
+          log.info('task restarted', { task: slot.handle.taskId, restarts: slot.restarts });
+          this.watch(c, slot, n, log);
+        }, delay);
+      },
+    );
   }
 
   status(): ConnectorStatus[] {
@@ -111,7 +193,12 @@ export class StandaloneWorker {
       name: c.config.name,
       state: c.failure === undefined ? 'RUNNING' : 'FAILED',
       ...(c.failure === undefined ? {} : { trace: c.failure.message }),
-      tasks: c.tasks.map((t) => ({ id: t.taskId, ...t.state() })),
+      tasks: c.tasks.map((t) => ({
+        id: t.taskId,
+        ...(t.restartTimer === undefined ? t.handle.state() : { state: 'RESTARTING', ...(t.lastFailure === undefined ? {} : { trace: t.lastFailure }) }),
+        restarts: t.restarts,
+        ...(t.lastFailure === undefined ? {} : { lastFailure: t.lastFailure }),
+      })),
       tables: c.committer.tableStatus().map((t) => {
         const h = c.health.tables.find((x) => x.table === t.table);
         return { ...t, ...(h === undefined ? {} : { retentionAlarm: h.retentionAlarm, ...(h.unappliedAgeMs === undefined ? {} : { unappliedAgeMs: h.unappliedAgeMs }) }) };
@@ -144,18 +231,40 @@ export class StandaloneWorker {
     if (health.failure === undefined || c.failure !== undefined) return;
     c.failure = health.failure;
     log.error('connector failed: its tasks are stopped so that nothing more is acknowledged to Kafka', { table: health.failure.table, reason: health.failure.message });
-    for (const t of c.tasks) t.fail(health.failure.message).catch((e: unknown) => log.warn('could not fail task', { task: t.taskId, error: errorMessage(e) }));
+    for (const t of c.tasks) {
+      clearTimeout(t.restartTimer);
+      t.restartTimer = undefined;
+      t.handle.fail(health.failure.message).catch((e: unknown) => log.warn('could not fail task', { task: t.taskId, error: errorMessage(e) }));
+    }
   }
 
   committer(name: string): ConnectorCommitter | undefined {
     return this.connectors.get(name)?.committer;
   }
 
-  /** Stops every task (their last cycles are announced), runs a last committer round, releases clients. */
+  /**
+   * Stops every task (their last cycles are announced), runs a last committer round, releases clients.
+   * The tasks get `task.shutdown.graceful.timeout.ms` in all; one still running then is killed.
+   */
   async stop(): Promise<void> {
+    this.stopping = true;
+    const slots = [...this.connectors.values()].flatMap((c) => c.tasks);
+    for (const t of slots) clearTimeout(t.restartTimer);
+    await Promise.all(slots.map((t) => t.handle.stop().catch(() => undefined)));
+    const limitMs = this.d.taskShutdownTimeoutMs ?? DEFAULT_TASK_SHUTDOWN_TIMEOUT_MS;
+    let timer: NodeJS.Timeout | undefined;
+    const late = new Promise<'late'>((resolve) => (timer = setTimeout(() => resolve('late'), limitMs)));
+    const ended = await Promise.race([Promise.allSettled(slots.map((t) => t.handle.done)).then(() => 'ended' as const), late]);
+    clearTimeout(timer);
+    if (ended === 'late') {
+      for (const t of slots.filter((x) => !x.ended)) {
+        this.d.log.warn('task did not stop within task.shutdown.graceful.timeout.ms; killing it (its open cycle is read again by the next incarnation)', { task: t.taskId, timeoutMs: limitMs, killable: t.handle.kill !== undefined });
+        t.handle.kill?.();
+      }
+      // A killed task process ends at once; a task in this process cannot be killed and is left behind.
+      await Promise.allSettled(slots.filter((x) => x.handle.kill !== undefined).map((x) => x.handle.done));
+    }
     for (const c of this.connectors.values()) {
-      await Promise.all(c.tasks.map((t) => t.stop().catch(() => undefined)));
-      await Promise.allSettled(c.tasks.map((t) => t.done));
       clearInterval(c.healthTimer);
       await c.loop.stop();
       await c.closeCommitter();

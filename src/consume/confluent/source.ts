@@ -75,8 +75,14 @@ export class ConfluentKafkaSource implements KafkaSource {
   private onRebalance(err: RdKafka.LibrdKafkaError | undefined, assignment: RdKafka.TopicPartition[]): void {
     const partitions = assignment.map((tp) => ({ topic: tp.topic, partition: tp.partition }));
     if (this.#closing) {
-      // Leaving the group: the listener already ran in close(); hand everything back at once.
-      this.applyAssignment(err?.code === KAFKA_CODES.ERR__ASSIGN_PARTITIONS ? 'assign' : 'revoke', partitions);
+      // Leaving the group: the listener already ran in close(); hand everything back at once. A client
+      // already disconnected refuses ('KafkaConsumer is disconnected'); thrown here it would be uncaught
+      // (this runs in the client's callback), and there is nothing left to hand back anyway.
+      try {
+        this.applyAssignment(err?.code === KAFKA_CODES.ERR__ASSIGN_PARTITIONS ? 'assign' : 'revoke', partitions);
+      } catch {
+        // disconnected: see above
+      }
       return;
     }
     if (err?.code === KAFKA_CODES.ERR__ASSIGN_PARTITIONS) this.#events.push({ kind: 'assign', partitions, lost: false });

@@ -55,6 +55,7 @@ test('an empty worker file is the embedded default', () => {
   assert.deepEqual(w.defaultCatalogProps, { type: 'sql', uri: 'jdbc:sqlite:/srv/icefloe/icefloe-data/catalog.db', warehouse: 'file:///srv/icefloe/icefloe-data/warehouse' });
   assert.equal(w.tasksMode, 'process');
   assert.equal(w.taskIdOffset, 0);
+  assert.equal(w.taskShutdownTimeoutMs, 30_000);
   assert.deepEqual(w.clientSecurity, { 'security.protocol': 'PLAINTEXT' });
   assert.deepEqual(w.warnings, []);
 });
@@ -82,6 +83,15 @@ test('worker catalogs: PostgreSQL, REST with extra properties, none', () => {
   assert.equal(parseWorkerProperties('icefloe.catalog=none', { baseDir: BASE_DIR }).defaultCatalogProps, undefined);
   const bad = validateWorkerConfig({ 'icefloe.catalog': 'hive://x' }, { baseDir: BASE_DIR });
   assert.match(bad.errors.get('icefloe.catalog')?.[0] ?? '', /Expected sqlite:<file>/);
+});
+
+test('task.shutdown.graceful.timeout.ms: how long stopping tasks may take, a non-negative number of ms', () => {
+  assert.equal(parseWorkerProperties('task.shutdown.graceful.timeout.ms=5000', { baseDir: BASE_DIR }).taskShutdownTimeoutMs, 5000);
+  for (const bad of ['-1', 'soon']) {
+    const v = validateWorkerConfig({ 'task.shutdown.graceful.timeout.ms': bad }, { baseDir: BASE_DIR });
+    assert.equal(v.errorCount, 1, bad);
+    assert.ok(v.errors.has('task.shutdown.graceful.timeout.ms'), bad);
+  }
 });
 
 test('icefloe.tasks.id-offset: a non-negative integer added to the task ids', () => {
@@ -135,7 +145,6 @@ test('worker keys Icefloe does not act on yet fail with "not supported yet"; the
     'header.converter': 'org.apache.kafka.connect.json.JsonConverter',
     'config.providers': 'file',
     'config.providers.file.class': 'org.apache.kafka.common.config.provider.FileConfigProvider',
-    'task.shutdown.graceful.timeout.ms': '30000',
     'connector.client.config.override.policy': 'None',
     listeners: 'http://127.0.0.1:8083',
     'rest.advertised.host.name': 'worker-1',
@@ -159,7 +168,6 @@ test('worker keys Icefloe does not act on yet fail with "not supported yet"; the
   const noOp = {
     'header.converter': 'org.apache.kafka.connect.storage.SimpleHeaderConverter',
     'config.providers': '',
-    'task.shutdown.graceful.timeout.ms': '5000',
     'connector.client.config.override.policy': 'All',
     listeners: 'http://:8083',
     'icefloe.coordination': 'embedded',

@@ -27,3 +27,11 @@ test('unknown points and bad counts are configuration errors; no point set means
   assert.equal(armCrashPoints(undefined, () => { throw new Died(); }), NO_CRASH_POINTS);
   for (const p of CRASH_POINTS) NO_CRASH_POINTS.reach(p);
 });
+
+test('the crash action: kill by default, throw on request, anything else is a configuration error', () => {
+  assert.equal(parseCrashSpec('task.after-upload', '2', undefined)?.action, undefined);
+  assert.equal(parseCrashSpec('task.after-upload', '2', '')?.action, undefined);
+  assert.equal(parseCrashSpec('task.after-upload', '2', 'kill')?.action, undefined);
+  assert.deepEqual(parseCrashSpec('task.after-upload', '2', 'throw'), { point: 'task.after-upload', after: 2, action: 'throw' });
+  assert.throws(() => parseCrashSpec('task.after-upload', '2', 'explode'), /unknown crash action "explode"; known: kill, throw/);
+});

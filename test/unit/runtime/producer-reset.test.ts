@@ -8,9 +8,9 @@
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { RetriableError } from '../../../src/core/errors.ts';
+import { errorMessage, RetriableError } from '../../../src/core/errors.ts';
 import { appliedButFailed } from '../../../src/consume/memory/index.ts';
-import { ProducerResetRequiredError } from '../../../src/consume/port.ts';
+import { isFenced, ProducerResetRequiredError } from '../../../src/consume/port.ts';
 import { expected, logged, Rig, sortCoordinates, until } from './rig.ts';
 
 async function commitAll(rig: Rig): Promise<string[]> {
@@ -74,4 +74,20 @@ test('a commit that went through but left the producer dead: files kept (announc
   assert.equal(task.task.metrics.producerResets, 1);
   assert.equal(task.task.metrics.recordsConsumed, 50, 'the rewind found the committed offsets');
   assert.deepEqual(await commitAll(rig), expected({ 0: [...p0, ...p0b] }), 'the announced files exist, so the committer applies them');
+});
+
+test('a fence by another process is not reset away: the task stops, naming the transactional.id and the setting to check', async (t) => {
+  const rig = await new Rig().init();
+  t.after(() => rig.close());
+  rig.produce(0, 10);
+  const task = rig.startTask(0);
+  await until('the first cycle', () => rig.committedOffset(0) === 10n);
+  await rig.kafka.createProducer(`${rig.connector.name}-0`).initTransactions(); // a second worker's task 0
+  rig.produce(0, 10);
+  const error = await task.ended;
+  assert.ok(isFenced(error), `fenced, got ${String(error)}`);
+  assert.match(errorMessage(error), /another process uses transactional\.id orders-sink-0 \(a successor of this task, or two workers with overlapping icefloe\.tasks\.id-offset\?\)/);
+  assert.equal(task.task.restartable, false, 'the worker does not restart it: the other process would be fenced in turn');
+  assert.equal(task.task.metrics.producerResets, 0);
+  assert.equal(rig.committedOffset(0), 10n);
 });
