@@ -36,13 +36,19 @@ export interface ReaderArgs {
 
 export type ReaderResult = Record<string, unknown> & { rows?: Record<string, unknown>[] };
 
-/** Mode `footer`: field ids by Iceberg column path (`a.b`, `tags.element`, `m.key`, `m.value.x`). */
+/** Mode `footer`: field ids by Iceberg column path (`a.b`, `tags.element`, `m.key`, `m.value.x`), and each leaf's storage. */
 export interface FooterResult {
   readonly snapshot_id: number | bigint | null;
   /** PyIceberg's view of the table's current schema. */
   readonly schema_field_ids: Record<string, number>;
   /** Each data file of the current snapshot, as pyarrow.parquet reads its footer (null: no field id). */
-  readonly files: { file_path: string; record_count: number; field_ids: Record<string, number | null> }[];
+  readonly files: {
+    file_path: string;
+    record_count: number;
+    field_ids: Record<string, number | null>;
+    /** Leaf columns by Parquet path: physical type, pyarrow's logical type JSON, fixed length (0 if none). */
+    columns: Record<string, { physical_type: string; logical_type: Record<string, unknown>; length: number }>;
+  }[];
 }
 
 /** The Parquet footers of the current snapshot's data files, read by pyarrow (mode `footer`). */
