@@ -42,6 +42,8 @@ export interface ParquetEncoding {
   readonly dictSizeBytes: number;
   /** Footer statistics written by arrow-rs (ours are computed separately); `page` adds the page index. */
   readonly statistics: ParquetStatistics;
+  /** Top-level columns written without statistics (uuid columns, see config.ts `parquetStatistics`). */
+  readonly statisticsOffColumns?: readonly string[];
   /** Extra footer key/value metadata (e.g. `iceberg.schema`). */
   readonly keyValueMetadata?: ReadonlyMap<string, string>;
 }
@@ -71,6 +73,7 @@ export function writerProperties(e: ParquetEncoding): pw.WriterProperties {
     .setDataPageSizeLimit(e.pageSizeBytes)
     .setDictionaryPageSizeLimit(e.dictSizeBytes)
     .setStatisticsEnabled(STATISTICS[e.statistics]);
+  for (const column of e.statisticsOffColumns ?? []) b = b.setColumnStatisticsEnabled(column, pw.EnabledStatistics.None);
   if (e.keyValueMetadata !== undefined && e.keyValueMetadata.size > 0) b = b.setKeyValueMetadata(new Map(e.keyValueMetadata));
   return b.build();
 }

@@ -25,7 +25,7 @@ import type { ObjectStore, PutOptions } from '../upload/port.ts';
 import { RecordAppender } from './appender.ts';
 import type { SealedBatch } from './appender.ts';
 import type { BudgetMember, PressurePolicy, WriteMemoryBudget } from './budget.ts';
-import { DEFAULT_WRITE_CONFIG, metricsModeOf } from './config.ts';
+import { DEFAULT_WRITE_CONFIG, metricsModeOf, parquetStatistics } from './config.ts';
 import type { WriteConfig } from './config.ts';
 import { rowGroupStart } from './footer.ts';
 import type { ColumnLayout } from './layout.ts';
@@ -80,6 +80,7 @@ export class DataFileWriter implements BudgetMember {
 
   private readonly opts: DataFileWriterOptions;
   private readonly modes: readonly MetricsMode[];
+  private readonly statistics: ReturnType<typeof parquetStatistics>;
   private open: OpenFile | undefined;
   private closedFiles: DataFile[] = [];
   private chain: Promise<void> = Promise.resolve();
@@ -95,6 +96,7 @@ export class DataFileWriter implements BudgetMember {
     this.config = opts.config ?? DEFAULT_WRITE_CONFIG;
     const config = this.config;
     this.modes = opts.layout.leaves.map((n) => metricsModeOf(config, n));
+    this.statistics = parquetStatistics(config, opts.layout);
     this.appender = new RecordAppender(opts.layout, (n) => metricsModeOf(config, n));
     this.appender.rowLimit = config.rowGroupRows;
     this.appender.pressure = () => this.pressured();
@@ -239,7 +241,8 @@ export class DataFileWriter implements BudgetMember {
           codec: this.config.codec,
           pageSizeBytes: this.config.pageSizeBytes,
           dictSizeBytes: this.config.dictSizeBytes,
-          statistics: this.config.statistics,
+          statistics: this.statistics.statistics,
+          statisticsOffColumns: this.statistics.offColumns,
           ...(this.opts.keyValueMetadata === undefined ? {} : { keyValueMetadata: this.opts.keyValueMetadata }),
         },
         ...(this.opts.putOptions === undefined ? {} : { putOptions: this.opts.putOptions }),

@@ -29,6 +29,8 @@ export interface ReaderArgs {
   replace?: boolean;
   /** Spark: column lists read again in the same session (only primitive columns: the vectorized reader). */
   projections?: string[][];
+  /** Spark: further reads in the same session, of this table or others (a session costs ~10 s). */
+  queries?: { table?: string; filter?: string; columns?: string[]; order_by?: string[] }[];
   /** Read: also report the data files the scan used (`scanned_files`; PyIceberg adds `live_files`, DuckDB
    *  sets `files_scanned` from EXPLAIN ANALYZE). See test/readers/read_table.py. */
   files?: boolean;
