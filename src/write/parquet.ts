@@ -175,7 +175,9 @@ export interface ParquetFileOptions {
   readonly store: Pick<ObjectStore, 'putStream'>;
   readonly layout: ColumnLayout;
   readonly encoding: ParquetEncoding;
-  readonly putOptions?: Omit<PutOptions, 'signal'>;
+  readonly putOptions?: Omit<PutOptions, 'signal' | 'onHeldBytes' | 'chunksHandedOver'>;
+  /** Called when `uploadHeldBytes` changes. */
+  readonly onUploadHeld?: () => void;
 }
 
 /** One file being streamed: write row groups, then finish (or abort). Not reusable. */
@@ -183,6 +185,8 @@ export class StreamingParquetFile {
   readonly location: string;
   /** Bytes handed to the store so far (row groups; the footer is added at finish). */
   bytesOut = 0;
+  /** What the store holds of this file and has not stored yet (its report; 0 for a store that holds nothing). */
+  uploadHeldBytes = 0;
   rowsIn = 0;
   batchesIn = 0;
 
@@ -267,7 +271,16 @@ export class StreamingParquetFile {
   }
 
   private startPut(out: ReadableStream<Uint8Array>): void {
-    const put = this.opts.store.putStream(this.location, this.chunks(out), { ...this.opts.putOptions, signal: this.abortController.signal });
+    const onHeldBytes = (bytes: number): void => {
+      this.uploadHeldBytes = bytes;
+      this.opts.onUploadHeld?.();
+    };
+    const put = this.opts.store.putStream(this.location, this.chunks(out), {
+      ...this.opts.putOptions,
+      signal: this.abortController.signal,
+      onHeldBytes,
+      chunksHandedOver: true, // each chunk is a fresh copy out of the encoder's memory, never touched again
+    });
     this.put = put.then(
       (v) => {
         // A store that stops reading and still reports success must not leave us waiting for the encoder.
