@@ -11,7 +11,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { RdKafka } from '@confluentinc/kafka-javascript';
-import { FatalError } from '../../src/core/errors.ts';
+import { FatalError, RetriableError } from '../../src/core/errors.ts';
 import { SILENT_LOGGER } from '../../src/core/log.ts';
 import type { Logger } from '../../src/core/log.ts';
 import { ConfluentKafkaSource } from '../../src/consume/confluent/index.ts';
@@ -112,4 +112,34 @@ test('KafkaSource: a position that leaves the log while the consumer runs fails;
   // The error was delivered once; librdkafka fetches the partition no more. Polling on is never silent.
   await sleep(1_100);
   await pollFails(source, pattern);
+});
+
+test('KafkaSource: a start that could not be decided (committed offsets unavailable for a moment) costs one retriable poll; the new partitions are then read from their start', async (t) => {
+  const topic = unique('src-transient');
+  await withTopics(t, [{ name: topic, partitions: 2 }]);
+  await produce(Array.from({ length: 10 }, (_, i) => ({ topic, partition: i % 2, value: `v${i}` })));
+  const source = await connect(t, unique('connect-transient'));
+  // The group coordinator does not answer the first committed-offsets request (as while it loads).
+  const committed = source.committed.bind(source);
+  let fail = true;
+  source.committed = async (tps, timeoutMs) => {
+    if (!fail) return committed(tps, timeoutMs);
+    fail = false;
+    throw new RetriableError('Kafka committed failed: the coordinator is loading (test)');
+  };
+  await source.subscribe({ kind: 'list', topics: [topic] }, NO_LISTENER);
+  const errors: unknown[] = [];
+  const got: RawRecord[] = [];
+  const end = Date.now() + 20_000;
+  while (got.length < 10 && Date.now() < end) {
+    try {
+      got.push(...(await source.poll({ maxRecords: 100, timeoutMs: 200 })));
+    } catch (e) {
+      errors.push(e);
+    }
+  }
+  // Assigned without a decided start, librdkafka's `error` reset stops the partitions; they are assigned
+  // again at their earliest offsets rather than failing the task or skipping anything.
+  assert.deepEqual(errors.map((e) => (e instanceof RetriableError ? 'retriable' : String(e))), ['retriable']);
+  assert.deepEqual(at(got), [...range(0, 0, 5), ...range(1, 0, 5)].sort());
 });

@@ -129,12 +129,7 @@ export class ConfluentKafkaSource implements KafkaSource {
 
   private applyAssignment(kind: 'assign' | 'revoke', partitions: TopicPartition[], starts?: ReadonlyMap<string, StartPosition>): void {
     const eager = this.#consumer.rebalanceProtocol() === 'EAGER';
-    const tps = partitions.map((p) => {
-      const start = starts?.get(partitionKey(p));
-      const tp = { topic: p.topic, partition: p.partition };
-      if (start === undefined) return tp; // librdkafka's stored (committed) offset
-      return { ...tp, offset: start.kind === 'offset' ? offsetToNumber(start.offset) : start.kind === 'earliest' ? OFFSET_BEGINNING : OFFSET_END };
-    });
+    const tps = partitions.map((p) => this.withStart(p, starts?.get(partitionKey(p))));
     if (kind === 'assign') {
       if (eager) this.#consumer.assign(tps);
       else this.#consumer.incrementalAssign(tps);
@@ -151,6 +146,27 @@ export class ConfluentKafkaSource implements KafkaSource {
         this.#paused.delete(partitionKey(p));
       }
     }
+  }
+
+  /** Assigns partitions already assigned again, at the given starts (the others keep their positions). */
+  private reassign(starts: ReadonlyMap<string, StartPosition>): void {
+    const tps = [...starts.keys()].map((k) => this.#assigned.get(k)).filter((p): p is TopicPartition => p !== undefined);
+    if (this.#consumer.rebalanceProtocol() === 'EAGER') {
+      // assign() replaces the whole assignment: every other partition is given its current position.
+      const keep = new Map<string, StartPosition>(starts);
+      for (const p of this.position(this.assignment())) if (!keep.has(partitionKey(p)) && p.offset !== null) keep.set(partitionKey(p), { kind: 'offset', offset: p.offset });
+      sync('assign', () => this.#consumer.assign(this.assignment().map((p) => this.withStart(p, keep.get(partitionKey(p))))));
+      return;
+    }
+    sync('assign', () => this.#consumer.incrementalUnassign(tps.map((p) => ({ topic: p.topic, partition: p.partition }))));
+    sync('assign', () => this.#consumer.incrementalAssign(tps.map((p) => this.withStart(p, starts.get(partitionKey(p))))));
+  }
+
+  /** A partition for assign(), with librdkafka's offset for `start` (none: its committed offset). */
+  private withStart(p: TopicPartition, start: StartPosition | undefined): RdKafka.TopicPartitionOffset | RdKafka.TopicPartition {
+    const tp = { topic: p.topic, partition: p.partition };
+    if (start === undefined) return tp;
+    return { ...tp, offset: start.kind === 'offset' ? offsetToNumber(start.offset) : start.kind === 'earliest' ? OFFSET_BEGINNING : OFFSET_END };
   }
 
   /**
@@ -199,8 +215,8 @@ export class ConfluentKafkaSource implements KafkaSource {
    * For partitions that may have stopped fetching (after librdkafka's reset error, or idle with unread
    * records): the first whose position (before it returned anything: its committed offset) is outside its
    * log, as the error to throw. After librdkafka's reset error (`restart`), a partition without a committed
-   * offset (its start could not be decided at assignment, so the `error` reset stopped it) is sent to where
-   * a new partition starts.
+   * offset (its start could not be decided at assignment, so the `error` reset stopped it) is assigned
+   * again where a new partition starts.
    */
   private async findOutOfRange(partitions: readonly TopicPartition[], restart: boolean): Promise<IcefloeError | undefined> {
     const positions = this.position(partitions);
@@ -208,12 +224,13 @@ export class ConfluentKafkaSource implements KafkaSource {
     const committed = unread.length === 0 ? [] : await this.committed(unread);
     const known = [...positions, ...committed].filter((p) => p.offset !== null);
     const logs = await this.logRanges(known);
+    const restarts = new Map<string, StartPosition>();
     for (const p of committed) {
-      if (p.offset !== null || !restart) continue;
-      const start = startPosition(p, null, this.#reset).start; // throws under a configured reset=error
-      const offset = start.kind === 'latest' ? OFFSET_END : OFFSET_BEGINNING;
-      await call('seek', (cb) => this.#consumer.seek({ topic: p.topic, partition: p.partition, offset }, 10_000, cb));
+      // startPosition throws under a configured reset=error.
+      if (p.offset === null && restart) restarts.set(partitionKey(p), startPosition(p, null, this.#reset).start);
     }
+    // librdkafka stopped these partitions (a seek now fails with ERR__STATE): assign them again, at their start.
+    if (restarts.size > 0) this.reassign(restarts);
     for (const p of known) {
       const log = logs.get(partitionKey(p));
       const offset = p.offset as bigint;
