@@ -302,8 +302,10 @@ export class TaskChannel {
     for (const p of this.partitions.values()) {
       const high = this.d.source.highWatermark(p);
       // Nothing handled and nothing committed: an empty partition (or one holding only markers) is still
-      // reported — a partition without reports holds the watermark back — at its end.
-      const next = p.next ?? p.committed ?? (high !== null && (high === 0n || (p.readTo !== undefined && p.readTo >= high)) ? high : undefined);
+      // reported — a partition without reports holds the watermark back — at its end. Not one whose
+      // records were returned but not handled (held back by the task): its end is not reached.
+      const onlyMarkers = p.readTo !== undefined && p.readTo >= (high ?? 0n) && p.returnedNext === undefined;
+      const next = p.next ?? p.committed ?? (high !== null && (high === 0n || onlyMarkers) ? high : undefined);
       if (next === undefined) continue;
       // Read to the end: every offset below the high watermark handled, or consumed with nothing in
       // between but transaction markers (the position moved past them, every returned record handled).
