@@ -99,8 +99,11 @@ export class PartitionHolds {
     });
   }
 
-  /** A record was handled (written or skipped): a partition tried again is no longer held once its record went through. */
-  handled(r: RawRecord): void {
+  /**
+   * A record was handled: a partition tried again is no longer held once its record went through —
+   * written, or skipped (a schema id still unknown after the grace period is a data error).
+   */
+  handled(r: RawRecord, outcome: 'written' | 'skipped'): void {
     const key = partitionKey(r);
     const h = this.holds.get(key);
     if (h === undefined || h.paused || r.offset < h.offset) return;
@@ -110,6 +113,7 @@ export class PartitionHolds {
       topic: r.topic,
       partition: r.partition,
       offset: r.offset.toString(),
+      outcome,
       waitedMs: this.d.now() - h.sinceMs,
       tries: h.backoff.count,
     });

@@ -249,7 +249,7 @@ export class SinkTask {
   private settle(r: RawRecord, outcome: WriteOutcome): void {
     if (outcome === 'abandoned') return;
     this.channel.handled(r, outcome === 'written');
-    if (this.holds.active) this.holds.handled(r);
+    if (this.holds.active) this.holds.handled(r, outcome);
   }
 
   private async retryLater(e: unknown): Promise<void> {

@@ -27,10 +27,15 @@ class FakeRegistry implements SchemaResolver {
   register(id: number): void {
     this.known.set(id, { id, type: 'AVRO', schema: JSON.stringify(ORDER) });
   }
+  /** After this many asks for an unknown id, it is confirmed unknown (the adapter's grace period is over). */
+  graceAsks = Infinity;
   byId(id: number): Promise<RegisteredSchema> {
     this.asked.push({ id, at: Date.now() });
     const s = this.known.get(id);
-    return s === undefined ? Promise.reject(new RetriableError(`schema id ${id} is unknown to the registry (test)`)) : Promise.resolve(s);
+    if (s !== undefined) return Promise.resolve(s);
+    const asks = this.asked.filter((a) => a.id === id).length;
+    if (asks > this.graceAsks) return Promise.reject(new DataError(`schema id ${id} is unknown to the registry (confirmed, test)`));
+    return Promise.reject(new RetriableError(`schema id ${id} is unknown to the registry (test)`));
   }
 }
 
@@ -300,4 +305,18 @@ test('a partition held at its very first record (no committed offset yet) commit
   await task.stop();
   assert.equal(rig.committedOffset(1), 4n);
   assert.deepEqual(await commitAll(rig), expected({ 0: p0, 1: p1 }));
+});
+
+test('a schema id still unknown after the grace period: the waiting record becomes a bad record (skipped with tolerance=all), and its partition goes on', async (t) => {
+  const { rig, registry } = await avroRig({ 'errors.tolerance': 'all', 'icefloe.commit.max-records': '1000000' });
+  t.after(() => rig.close());
+  registry.graceAsks = 3;
+  const p1 = rig.kafka.produce(TOPIC, 1, [{ value: framed(1, 0) }, { value: framed(2, 1) }, { value: framed(2, 2) }, { value: framed(1, 3) }]);
+  const task = rig.startTask(0, { schemaWaitBackoff: WAIT, random: () => 0.5 });
+  await until('the partition read to its end', () => task.task.metrics.recordsWritten === 2 && task.task.metrics.errorsSkipped === 2);
+  await task.stop();
+  assert.equal(waits(rig, 0, 1).length, 3, 'held while the registry said "not yet"');
+  assert.deepEqual(logged(rig, 'partition resumed: the record waiting for its schema went through').map((f) => f['outcome']), ['skipped']);
+  assert.equal(rig.committedOffset(1), 4n);
+  assert.deepEqual(await commitAll(rig), expected({ 1: [p1[0] as bigint, p1[3] as bigint] }));
 });
