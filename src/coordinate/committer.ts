@@ -27,6 +27,11 @@
  * This file says what the tables need (trim points, parking candidates, where reading starts); the buffer
  * (control-buffer.ts) reads, holds, counts and drops.
  *
+ * Branches: a table whose connector names a commit branch (iceberg.table.<t>.commit-branch or
+ * iceberg.tables.default-commit-branch) gets its files and positions on that branch, and its positions are
+ * read from that branch's ancestry; main is never touched. A branch that does not exist yet is created by
+ * the first commit, forked from main's head (iceberg/append.ts), and until then its positions are main's.
+ *
  * In standalone mode it runs in the worker process; distributed mode elects one per table, same protocol.
  */
 import { CommitStateUnknownError, errorMessage, IcefloeError, RetriableError } from '../core/errors.ts';
@@ -71,6 +76,8 @@ export interface CommitterDeps {
 export interface TableCommitStatus {
   readonly table: string;
   readonly state: 'RUNNING' | 'STOPPED';
+  /** The branch the table's commits go to, when it is not main (iceberg.table.<t>.commit-branch). */
+  readonly branch?: string;
   readonly reason?: StopReason;
   readonly lastSnapshotId?: bigint;
   readonly lastCommitMs?: number;
@@ -125,7 +132,13 @@ export class ConnectorCommitter {
   }
 
   tableStatus(): TableCommitStatus[] {
-    return [...this.status.values()].sort((a, b) => (a.table < b.table ? -1 : 1));
+    return [...this.status.values()]
+      .map((s) => {
+        const ref = this.tables.get(s.table);
+        const branch = ref === undefined ? 'main' : this.branchOf(ref);
+        return branch === 'main' ? s : { ...s, branch };
+      })
+      .sort((a, b) => (a.table < b.table ? -1 : 1));
   }
 
   controlStatus(): ControlReadStatus {
@@ -290,11 +303,12 @@ export class ConnectorCommitter {
         if (e instanceof NoSuchTableError) continue; // a table created later starts at C
         throw e;
       }
-      const read = readControlPositions(table.metadata, this.d.connector.name, live);
+      const branch = this.branchOf(id);
+      const read = readControlPositions(table.metadata, this.d.connector.name, live, branch);
       if (read.kind !== 'positions') continue;
       for (const [p, o] of read.positions) if (from.has(p) && o < (from.get(p) as bigint)) from.set(p, o);
       // A re-apply without positions on some partition reads it from the log start (absent from the map).
-      if (reapplyHolds(table.metadata, safeMark(table, this.d.connector.name), read)) for (const p of [...from.keys()]) if (!read.positions.has(p)) from.delete(p);
+      if (reapplyHolds(table.metadata, safeMark(table, this.d.connector.name), read, branch)) for (const p of [...from.keys()]) if (!read.positions.has(p)) from.delete(p);
     }
     return from;
   }
@@ -324,9 +338,17 @@ export class ConnectorCommitter {
   }
 
   /** A re-apply (operator's mark) from positions below what the buffer holds, but still in the log. */
-  private needsReread(table: LoadedTable, read: ReturnType<typeof readControlPositions>): boolean {
-    if (read.kind !== 'positions' || !reapplyHolds(table.metadata, safeMark(table, this.d.connector.name), read)) return false;
+  private needsReread(table: LoadedTable, read: ReturnType<typeof readControlPositions>, branch: string): boolean {
+    if (read.kind !== 'positions' || !reapplyHolds(table.metadata, safeMark(table, this.d.connector.name), read, branch)) return false;
     return this.control.floorAbove(read.positions);
+  }
+
+  /**
+   * The branch a table's files and positions go to (iceberg.table.<t>.commit-branch, else
+   * iceberg.tables.default-commit-branch, else main): positions are read from its ancestry, never main's.
+   */
+  private branchOf(ref: TableRef): string {
+    return this.d.connector.tables.settings(tableRefString(ref)).commitBranch;
   }
 
   /**
@@ -355,11 +377,12 @@ export class ConnectorCommitter {
     const { connector } = this.d;
     const name = tableRefString(ref);
     const id = parseIdentifier(formatIdentifier(ref));
+    const branch = this.branchOf(ref);
     for (let attempt = 1; ; attempt++) {
       const table = await this.loadOrDropped(ref);
       if (table === undefined) return { plan: undefined };
-      const positions = readControlPositions(table.metadata, connector.name, live);
-      const reread = this.needsReread(table, positions);
+      const positions = readControlPositions(table.metadata, connector.name, live, branch);
+      const reread = this.needsReread(table, positions, branch);
       if (reread) {
         this.log.info('table re-applies from below what the committer holds; reading the control topic again', { table: name });
         return { plan: undefined, reread };
@@ -380,6 +403,7 @@ export class ConnectorCommitter {
         ...(before === undefined ? {} : { appliedBefore: before }),
         readToEnd: !this.control.behind(),
         sources,
+        branch,
       });
       if (plan.kind === 'stopped') {
         this.stop(name, plan.reason, plan.oldestUnappliedMs);
@@ -405,13 +429,14 @@ export class ConnectorCommitter {
         commitId: plan.commitId,
         files: plan.files,
         summary: plan.summary,
-        isCurrent: (t) => isPlanCurrent(plan, readControlPositions(t.metadata, connector.name, live)),
+        branch,
+        isCurrent: (t) => isPlanCurrent(plan, readControlPositions(t.metadata, connector.name, live, branch)),
       });
       if (outcome.status === 'nothing-to-commit') {
         if (attempt >= MAX_REPLANS) throw new RetriableError(`${name}: positions kept moving under ${MAX_REPLANS} plans (another committer for this connector?)`);
         continue; // another commit moved the positions: plan again from the reloaded table
       }
-      const snapshot = findCommit(outcome.table.metadata, plan.commitId)?.snapshotId;
+      const snapshot = findCommit(outcome.table.metadata, plan.commitId, branch)?.snapshotId;
       const oldest = plan.applied.map((a) => this.timestampOf(a.partition, a.offsets[0] ?? 0n)).filter((t): t is number => t !== undefined);
       const commit: CommitRecord = {
         table: name,
@@ -432,6 +457,7 @@ export class ConnectorCommitter {
       this.running(name, { lastSnapshotId: snapshot, lastCommitMs: this.now(), validThroughTs: plan.validThroughTs, oldestUnappliedMs: plan.oldestUnappliedMs });
       this.log.info('table committed', {
         table: name,
+        ...(branch === 'main' ? {} : { branch }),
         snapshotId: snapshot?.toString(),
         files: commit.files,
         records: commit.records.toString(),

@@ -31,7 +31,7 @@
  */
 import { parseJson, stringifyJson, toBigInt } from '../core/json.ts';
 import type { TableMetadata } from '../iceberg/metadata.ts';
-import { ancestry } from '../commit/commit-retry.ts';
+import { MAIN_BRANCH, ancestors, commitBaseId } from '../commit/model.ts';
 import { decodePositions, encodePositions } from './control-positions.ts';
 import type { ControlPositions, PositionsRead } from './control-positions.ts';
 import { sameTable } from './events.ts';
@@ -118,11 +118,14 @@ export function readReapplyMark(md: TableMetadata, connector: string): ReapplyMa
   return { snapshotId: toBigInt(o['snapshot-id'], 'snapshot-id'), through: decodePositions(stringifyJson(o['through'] ?? {})) };
 }
 
-/** The mark applies to the table as it is: positions read from its snapshot or a descendant, still below `through`. */
-export function reapplyHolds(md: TableMetadata, mark: ReapplyMark | undefined, read: PositionsRead): boolean {
+/**
+ * The mark applies to the table as it is: positions read from its snapshot or a descendant (on `branch`,
+ * the branch the connector commits to), still below `through`.
+ */
+export function reapplyHolds(md: TableMetadata, mark: ReapplyMark | undefined, read: PositionsRead, branch: string = MAIN_BRANCH): boolean {
   if (mark === undefined || read.kind !== 'positions') return false;
   let descends = false;
-  for (const s of ancestry(md)) {
+  for (const s of ancestors(md, commitBaseId(md, branch))) {
     if (s.snapshotId === mark.snapshotId) {
       descends = true;
       break;
@@ -161,6 +164,8 @@ export interface PositionRulesInput {
   readonly announcements: readonly AnnouncementAt[];
   /** What this committer (process) saw applied to the table before, if anything. */
   readonly appliedBefore?: { readonly tableUuid: string; readonly positions: ControlPositions };
+  /** The branch the connector commits this table to (default main): a re-apply mark is checked on it. */
+  readonly branch?: string;
 }
 
 export type PositionRulesOutcome =
@@ -171,7 +176,7 @@ const RECOVERY = '`icefloe positions WORKER.properties CONNECTOR.json --table <t
 
 export function positionRules(input: PositionRulesInput): PositionRulesOutcome {
   const { stored, connectorPositions: c } = input;
-  const reapplying = reapplyHolds(input.metadata, readMarkSafe(input.metadata, input.connector), input.read);
+  const reapplying = reapplyHolds(input.metadata, readMarkSafe(input.metadata, input.connector), input.read, input.branch);
   const acknowledged = reapplying || isAdopted(input.metadata, input.connector, input.read);
   const before = input.appliedBefore;
   if (before !== undefined && !acknowledged) {

@@ -19,6 +19,9 @@
  * --reapply at its next round (a --reapply below what its buffer holds makes it read the control topic
  * again); nothing needs a restart.
  *
+ * A connector that commits the table to a branch (iceberg.table.<t>.commit-branch, or the default) has its
+ * positions there: every action reads and writes that branch, never main.
+ *
  * Owns: the three actions. Must not: lower C or delete anything from a table.
  */
 import { createHash } from 'node:crypto';
@@ -50,6 +53,8 @@ export interface PositionsToolDeps {
 
 export interface PositionsReport {
   readonly table: string;
+  /** The branch whose positions are shown and changed (the connector's commit branch for the table). */
+  readonly branch: string;
   readonly action: PositionsAction;
   readonly stored: Record<string, string> | string;
   readonly connectorPosition: Record<string, string> | null;
@@ -69,12 +74,15 @@ export async function runPositionsTool(deps: PositionsToolDeps, tableName: strin
     log: deps.log,
   });
   const id = parseIdentifier(tableName);
+  // The branch the connector commits the table to: its positions live there (and an --adopt commits there).
+  const branch = connector.tables.settings(tableName).commitBranch;
   const table = await deps.catalog.loadTable(id);
-  const read = readControlPositions(table.metadata, connector.name, live);
+  const read = readControlPositions(table.metadata, connector.name, live, branch);
   const report = (result: string, t: LoadedTable = table): PositionsReport => ({
     table: tableName,
+    branch,
     action,
-    stored: describeRead(readControlPositions(t.metadata, connector.name, live)),
+    stored: describeRead(readControlPositions(t.metadata, connector.name, live, branch)),
     connectorPosition: c === undefined ? null : Object.fromEntries([...c].map(([p, e]) => [String(p), `${e.offset} (${e.kind})`])),
     reapplyMark: t.metadata.properties[reapplyKey(connector.name)] ?? null,
     result,
@@ -94,8 +102,9 @@ export async function runPositionsTool(deps: PositionsToolDeps, tableName: strin
     commitId,
     files: [],
     summary: { ...positionsSummary(connector.name, adopted, live), [adoptedKey(connector.name)]: encodePositions(adopted), [sourceAppliedKey(connector.name)]: encodeSourceApplied(adoptSourceApplied(table, connector.name)) },
+    branch,
     // Asserts the positions it adopted from: another commit in between means the operator decides again.
-    isCurrent: (t) => sameRead(readControlPositions(t.metadata, connector.name, live), read),
+    isCurrent: (t) => sameRead(readControlPositions(t.metadata, connector.name, live, branch), read),
   });
   if (outcome.status === 'nothing-to-commit') throw new ConfigError(`${tableName} changed while adopting (another commit landed): run the command again`);
   let after = outcome.table;

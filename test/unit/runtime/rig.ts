@@ -179,10 +179,11 @@ export class Rig {
     return this.kafka.committed(`connect-${this.connector.name}`, { topic: TOPIC, partition });
   }
 
-  /** The data files of the table's current snapshot. */
-  async tableFiles(table: string = TABLE): Promise<string[]> {
+  /** The data files of the table's current snapshot (or of the head of branch `ref`). */
+  async tableFiles(table: string = TABLE, ref?: string): Promise<string[]> {
     const md = (await this.catalog.loadTable(parseIdentifier(table))).metadata;
-    const snap = md.snapshots.find((s) => s.snapshotId === md.currentSnapshotId);
+    const head = ref === undefined ? md.currentSnapshotId : md.refs[ref]?.snapshotId;
+    const snap = md.snapshots.find((s) => s.snapshotId === head);
     if (snap === undefined) return [];
     const out: string[] = [];
     for (const m of readManifestList(await this.store.get(snap.manifestList)).manifests) {
@@ -191,11 +192,11 @@ export class Rig {
     return out;
   }
 
-  /** Every row of the table's current snapshot as `partition/offset`, in file order. */
-  async tableCoordinates(table: string = TABLE): Promise<string[]> {
+  /** Every row of the table's current snapshot (or of the head of branch `ref`) as `partition/offset`, in file order. */
+  async tableCoordinates(table: string = TABLE, ref?: string): Promise<string[]> {
     const schema = currentSchema((await this.catalog.loadTable(parseIdentifier(table))).metadata);
     const out: string[] = [];
-    for (const path of await this.tableFiles(table)) {
+    for (const path of await this.tableFiles(table, ref)) {
       const { rows } = await readBack(await this.store.get(path), schema);
       for (const r of rows) out.push(`${String(r['_kafka_metadata_partition'])}/${String(r['_kafka_metadata_offset'])}`);
     }
