@@ -39,6 +39,8 @@ import type { KafkaSource, OutgoingRecord, RawRecord, TopicPartition, TopicParti
 import type { DataFile } from '../iceberg/data-file.ts';
 import type { ObjectStore } from '../upload/port.ts';
 import { controlRecordKey, encodeAnnouncement, encodeControlEvent } from './events.ts';
+import { TRIMMED_MESSAGE, trimmedFields } from './metrics-trim.ts';
+import type { MetricsTrim } from './metrics-trim.ts';
 import type { PartitionAssignment, SourceSpan, TableRef } from './events.ts';
 import { FETCH_SLACK_MS } from './watermark.ts';
 
@@ -325,7 +327,9 @@ export class TaskChannel {
     for (const t of tables) {
       if (t.files.length === 0) continue;
       const announcement = { connector, taskId, cycleId, table: t.table, tableUuid: t.tableUuid, schemaId: t.schemaId, specId: t.specId, sourceSpans: t.spans, files: t.files };
-      for (const value of encodeAnnouncement(announcement, this.d.maxControlRecordBytes ?? DEFAULT_MAX_CONTROL_RECORD_BYTES)) out.push({ topic: controlTopic, key, value });
+      const trims: MetricsTrim[] = [];
+      for (const value of encodeAnnouncement(announcement, this.d.maxControlRecordBytes ?? DEFAULT_MAX_CONTROL_RECORD_BYTES, (trim) => trims.push(trim))) out.push({ topic: controlTopic, key, value });
+      if (trims.length > 0) this.d.log.warn(TRIMMED_MESSAGE, trimmedFields(t.table, trims));
     }
     return out;
   }
