@@ -11,7 +11,9 @@
  * planned again). A table that cannot be applied stops with its reason; one whose commit fails (catalog
  * refuses, outcome unknown, retries exhausted) is retried next round or stopped; either way the others go
  * on. Records every table is past are dropped from the buffer, and that point is committed as the
- * connector position C (connector-position.ts), every round, changed or not.
+ * connector position C (connector-position.ts), every round, changed or not, with R: where every table but
+ * the stopped, failing and parked ones is, so that a table holding C back does not make the others look
+ * behind when retention deletes the log below C (only the tables that lost announcements stop).
  *
  * Tables that move backwards: the committer remembers what it saw applied to each table; a table whose
  * positions went back (rollback, branch reset) or that was replaced (new UUID) stops with
@@ -53,8 +55,8 @@ import { SourceReports, sourceKey } from '../coordinate/watermark.ts';
 import type { SourceKnowledge } from '../coordinate/watermark.ts';
 import type { CrashPoints } from '../core/crash-points.ts';
 import type { ControlPositions } from '../coordinate/control-positions.ts';
-import { controlGroupId, nextAppliedPositions, reapplyHolds, reapplyKey, readReapplyMark } from '../coordinate/connector-position.ts';
-import type { ConnectorPositions } from '../coordinate/connector-position.ts';
+import { controlGroupId, nextAppliedPositions, reapplyHolds, reapplyKey, readReapplyMark, tableKey } from '../coordinate/connector-position.ts';
+import type { ConnectorPositions, RestThrough } from '../coordinate/connector-position.ts';
 import { commitConnectorPositions, loadOrSeedConnectorPositions } from '../coordinate/position-store.ts';
 import type { PositionStoreOptions } from '../coordinate/position-store.ts';
 import { ControlBuffer } from '../coordinate/control-buffer.ts';
@@ -161,10 +163,15 @@ export class ConnectorCommitter {
     const stopped: StoppedNeeds[] = [];
     let keepBuffer = false;
     let reread = false;
+    /** Tables whose needs are not in trimAt (stopped, failing, parked): R's except list. */
+    const except: string[] = [];
     for (let i = 0; i < names.length; i++) {
       const name = names[i] as string;
       const ref = this.tables.get(name) as TableRef;
-      if (this.control.isParked(name)) continue; // its records were dropped: planning it now could skip them
+      if (this.control.isParked(name)) {
+        except.push(tableKey(ref));
+        continue; // its records were dropped: planning it now could skip them
+      }
       let result: Awaited<ReturnType<ConnectorCommitter['commitTable']>>;
       try {
         result = await this.commitTable(ref, live, logStart, sources);
@@ -176,6 +183,7 @@ export class ConnectorCommitter {
         // one of our errors is a bug (or a test's crash) and ends the round.
         if (!(e instanceof IcefloeError)) throw e;
         keepBuffer = true;
+        except.push(tableKey(ref));
         this.tableFailed(name, ref, e);
         continue;
       }
@@ -192,7 +200,10 @@ export class ConnectorCommitter {
       const pending = result.reread === true || (plan !== undefined && (plan.kind === 'stopped' || plan.waiting > 0));
       // A stopped table's needs are kept apart: they are the first to go when the buffer is full.
       const needs = plan?.kind === 'stopped' ? new Map<number, bigint>() : trimAt;
-      if (plan?.kind === 'stopped') stopped.push({ name, from: needs });
+      if (plan?.kind === 'stopped') {
+        stopped.push({ name, from: needs });
+        except.push(tableKey(ref));
+      }
       for (const [p, end] of cursor) {
         // Never past what was read: positions a stopped table stores may refer to another log (identity).
         const o = pending ? min(plan?.positions.get(p) ?? 0n, end) : end;
@@ -204,7 +215,8 @@ export class ConnectorCommitter {
     // C may not pass what a stopped or parked table still needs, even when the buffer no longer holds it.
     const appliedThrough = new Map(trimAt);
     for (const from of [...stopped.map((t) => t.from), ...this.control.parkedFrom()]) for (const [p, o] of from) appliedThrough.set(p, min(appliedThrough.get(p) ?? o, o));
-    await this.commitConnectorPosition(live, keepBuffer ? new Map() : appliedThrough);
+    // R: where every table but the excepted ones is (trimAt), whatever holds C back.
+    await this.commitConnectorPosition(live, keepBuffer ? new Map() : appliedThrough, { through: trimAt, except });
     if (reread) {
       // A table re-applies from below what the buffer holds: read the control topic again from the
       // lowest position any table needs (startPositions) in the next round; parked tables are read again too.
@@ -218,10 +230,10 @@ export class ConnectorCommitter {
    * Committed every round even when unchanged, so the group's offsets do not expire while the worker
    * runs. A failure is logged, not thrown: the tables' commits stand, and C is committed again next round.
    */
-  private async commitConnectorPosition(live: ControlIdentity, appliedThrough: ReadonlyMap<number, bigint>): Promise<void> {
+  private async commitConnectorPosition(live: ControlIdentity, appliedThrough: ReadonlyMap<number, bigint>, rest: RestThrough): Promise<void> {
     const current = this.connectorPositions;
     if (current === undefined) return;
-    const next = nextAppliedPositions(current, appliedThrough);
+    const next = nextAppliedPositions(current, appliedThrough, rest);
     try {
       await commitConnectorPositions(this.positionStore(live), next);
       this.connectorPositions = next;
