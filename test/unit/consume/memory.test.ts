@@ -483,7 +483,7 @@ test('rewindToCommitted: back to the committed offset, or without one to the fir
   assert.deepEqual(again.filter((r) => r.partition === 1).map((r) => r.offset), [2n, 3n], 'to the first offset returned since the assignment');
 });
 
-test('control reader: retention moves the log start; a position outside the log is a FatalError, never a silent jump; maxRecords stops early', async () => {
+test('control reader: retention moves the log start; below it a RetriableError (read again), past the end a FatalError, never a silent jump; maxRecords stops early', async () => {
   const kafka = new MemoryKafka();
   kafka.createTopic('ctl', 2);
   const producer = kafka.createProducer('c-0');
@@ -497,7 +497,7 @@ test('control reader: retention moves the log start; a position outside the log 
   const admin = kafka.createAdmin();
   assert.deepEqual((await admin.watermarks('ctl')).map((w) => [w.partition, w.low, w.high, w.lastStable]), [[0, 2n, 6n, 6n], [1, 0n, 0n, 0n]]);
   const reader = kafka.createControlReader();
-  await assert.rejects(reader.read([{ topic: 'ctl', partition: 0, offset: 0n }]), (e: unknown) => e instanceof FatalError && e.context['logStart'] === '2');
+  await assert.rejects(reader.read([{ topic: 'ctl', partition: 0, offset: 0n }]), (e: unknown) => e instanceof RetriableError && e.context['logStart'] === '2');
   await assert.rejects(reader.read([{ topic: 'ctl', partition: 0, offset: 7n }]), (e: unknown) => e instanceof FatalError);
 
   const read = await reader.read([{ topic: 'ctl', partition: 0, offset: 2n }, { topic: 'ctl', partition: 1, offset: 0n }]);
