@@ -82,10 +82,10 @@ export function headerValue(v: Uint8Array | string | null | undefined): Buffer |
 /**
  * A client message as a RawRecord; key, value and header values stay views over the client's buffers.
  *
- * A null header value arrives as an empty one: the binding converts every header value with
- * `Nan::Encode(value_string(), value_size(), BUFFER)` (src/common.cc, ToV8Object), which makes a
- * zero-length Buffer of librdkafka's NULL pointer exactly as of an empty value, and exposes nothing else
- * of the header. No setting changes that; see docs/sink.md ("a Kafka header whose value is null").
+ * A null header value arrives as null only with the binding patched by scripts/patch-kafka-binding.ts:
+ * as released it converts every header value with `Nan::Encode(value_string(), value_size(), BUFFER)`
+ * (src/common.cc, ToV8Object), a zero-length Buffer for librdkafka's NULL pointer exactly as for an empty
+ * value; see docs/sink.md ("a Kafka header whose value is null").
  */
 export function toRawRecord(m: RdKafka.Message): RawRecord {
   const headers: RecordHeader[] = [];
