@@ -6,7 +6,9 @@ RUN apt-get update && apt-get install -y --no-install-recommends \
     && rm -rf /var/lib/apt/lists/*
 WORKDIR /app
 COPY package.json package-lock.json ./
-RUN CKJS_LINKING=dynamic npm ci --omit=dev --no-audit --no-fund
+COPY scripts/patch-kafka-binding.ts ./scripts/
+# The patch keeps a null Kafka header value null in the client's native layer (see the script).
+RUN CKJS_LINKING=dynamic npm ci --omit=dev --no-audit --no-fund && node scripts/patch-kafka-binding.ts
 
 # Stage 2: runtime libraries only, a non-root user, the worker's sources. Only src/ is copied: tools/ (the
 # test-data generator behind `icefloe generate`) is a development tool outside the worker's import graph, so

@@ -59,7 +59,7 @@ export function renderConfigDocs(): string {
     '(Connect\'s rule); `iceberg.*` and `icefloe.*` keys that Icefloe does not know produce a warning.',
     '',
     'Nothing is accepted that does nothing. A key marked **Not supported yet** names something Icefloe',
-    'does not do yet (a dead-letter queue, SMTs, commit branches, the REST API, distributed mode): set to',
+    'does not do yet (a dead-letter queue, SMTs, identifier columns, the REST API, distributed mode): set to',
     'anything but its default it fails validation with `not supported yet: <key> needs <capability>. …`,',
     'which says what Icefloe does instead and what to do. A few keys of Kafka Connect and the Java sink',
     'whose purpose Icefloe\'s design already meets are accepted and say "no effect" and why.',

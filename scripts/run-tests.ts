@@ -7,6 +7,7 @@
  */
 import { spawn } from 'node:child_process';
 import { globSync } from 'node:fs';
+import { availableParallelism } from 'node:os';
 
 interface Suite {
   name: string;
@@ -49,7 +50,8 @@ async function runSuite(suite: Suite): Promise<{ counts: Counts; exitCode: numbe
   if (files.length === 0) {
     return { counts: { pass: 0, fail: 0, skipped: 0, todo: 0, cancelled: 0 }, exitCode: 0, seconds: 0 };
   }
-  const args = ['--test', '--test-reporter=spec', ...(suite.serial ? ['--test-concurrency=1'] : []), ...files];
+  // Unit files wait on module loading as much as on the CPU: one per core (node's default is one fewer).
+  const args = ['--test', '--test-reporter=spec', ...(suite.serial ? ['--test-concurrency=1'] : [`--test-concurrency=${availableParallelism()}`]), ...files];
   const child = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'inherit'] });
   let output = '';
   child.stdout.on('data', (chunk: Buffer) => {

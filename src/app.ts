@@ -199,6 +199,7 @@ export async function startTaskInProcess(spec: TaskSpec, log: Logger, onAnnounce
     overrides: connector.consumerOverrides,
     groupId: connector.groupId,
     clientId: taskClientId(connector.name, spec.taskId),
+    log,
   });
   const producer = await ConfluentTransactionalProducer.connect({
     settings: { ...settings, ...worker.producerProps, ...connector.control.kafkaProps },

@@ -44,8 +44,12 @@ ensure_node() {
 ensure_npm_deps() {
   local stamp="$ICEFLOE_ROOT/node_modules/.icefloe-installed" want
   want="$(node --version) $(sha256sum "$ICEFLOE_ROOT/package-lock.json" | cut -d' ' -f1)"
-  if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ]; then return 0; fi
-  log "npm ci (builds librdkafka from source: a few minutes)"
-  (cd "$ICEFLOE_ROOT" && CKJS_LINKING=dynamic npm ci --no-audit --no-fund >&2) || die "npm ci failed"
-  echo "$want" > "$stamp"
+  if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
+    log "npm ci (builds librdkafka from source: a few minutes)"
+    (cd "$ICEFLOE_ROOT" && CKJS_LINKING=dynamic npm ci --no-audit --no-fund >&2) || die "npm ci failed"
+    echo "$want" > "$stamp"
+  fi
+  # The Kafka client's native layer must keep a null header value null (a no-op once done).
+  CKJS_LINKING=dynamic node "$ICEFLOE_ROOT/scripts/patch-kafka-binding.ts" "$ICEFLOE_ROOT/node_modules" >&2 \
+    || die "patching the Kafka client (scripts/patch-kafka-binding.ts) failed"
 }

@@ -10,6 +10,7 @@ export {
   MAIN_BRANCH,
   UNSORTED_ORDER,
   ancestors,
+  commitBaseId,
   metadataFilePath,
   newTableMetadata,
   parseMetadataVersion,

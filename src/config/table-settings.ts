@@ -20,6 +20,12 @@ export interface TableSettings {
   readonly partitionBy: string;
   /** Whole-match regex on the route field's value (static fan-out), or null. */
   readonly routeRegex: RegExp | null;
+  /**
+   * The branch the committer appends this table's files to and reads its control positions from:
+   * `iceberg.table.<t>.commit-branch`, else `iceberg.tables.default-commit-branch`, else main. A branch that
+   * does not exist yet is created by the first commit, as a fork of main.
+   */
+  readonly commitBranch: string;
 }
 
 /**
@@ -50,7 +56,12 @@ export interface TablesConfig {
 type PerTable = Map<string, Partial<Record<TableProperty, string>>>;
 
 /** Table properties that are accepted only at their no-op value (unsupported.ts). */
-const NOT_YET: ReadonlySet<string> = new Set(['commit-branch', 'id-columns']);
+const NOT_YET: ReadonlySet<string> = new Set(['id-columns']);
+
+/** Why a commit-branch value cannot name a branch, or undefined. */
+function branchProblem(value: string): string | undefined {
+  return value.trim() === '' ? 'String must be non-empty' : undefined;
+}
 
 /** Checks one `iceberg.table.<table>.<prop>` value. */
 function checkTableValue(p: ParsedConfig, key: string, prop: TableProperty, raw: string): void {
@@ -58,6 +69,7 @@ function checkTableValue(p: ParsedConfig, key: string, prop: TableProperty, raw:
   let problem: string | undefined;
   if (prop === 'partition-by' && value !== '') problem = partitionByProblem(value);
   if (prop === 'route-regex') problem = regexProblem(value);
+  if (prop === 'commit-branch') problem = branchProblem(raw);
   if (problem !== undefined) p.addError(key, invalidMessage(key, raw, problem));
   if (NOT_YET.has(prop)) {
     const rule = connectorRule(`iceberg.table.<table>.${prop}`);
@@ -114,12 +126,14 @@ export function tablesConfig(p: ParsedConfig): TablesConfig {
   if (!hasStatic && !dynamic) p.addError('iceberg.tables', MESSAGES.noTables);
   const perTable = perTableSettings(p, staticTables, dynamic);
   const defaultPartitionBy = p.string('iceberg.tables.default-partition-by') ?? '';
+  const defaultBranch = p.string('iceberg.tables.default-commit-branch');
   const settings = (table: string): TableSettings => {
     const own = perTable.get(table) ?? {};
     const regex = own['route-regex'];
     return Object.freeze({
       partitionBy: own['partition-by'] ?? defaultPartitionBy,
       routeRegex: regex === undefined || regexProblem(regex) !== undefined ? null : wholeMatch(regex),
+      commitBranch: own['commit-branch'] ?? defaultBranch ?? 'main',
     });
   };
   const metadataColumns = (p.list('icefloe.tables.kafka-metadata-columns') ?? []).filter((c): c is KafkaMetadataColumn => (KAFKA_METADATA_COLUMNS as readonly string[]).includes(c));

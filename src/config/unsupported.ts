@@ -1,7 +1,7 @@
 /**
  * Keys Icefloe knows by name but does not act on yet. Kafka Connect, the Apache Iceberg sink and Icefloe's
  * own plans define them; accepting one and ignoring it would drop the user's intent without a word (a
- * dead-letter topic that never receives a record, a branch that never gets a commit). So each is refused
+ * dead-letter topic that never receives a record). So each is refused
  * at validation, with a per-key error that starts "not supported yet: ", says what Icefloe does instead,
  * what the user can do, and which capability brings the key.
  *
@@ -18,7 +18,7 @@ import { parseType } from './config-def.ts';
 import type { ConfigType, ParsedConfig } from './config-def.ts';
 
 export interface UnsupportedKey {
-  /** A key, or a key family: a prefix ending in a dot (`transforms.`) or a pattern (`iceberg.table.<table>.commit-branch`). */
+  /** A key, or a key family: a prefix ending in a dot (`transforms.`) or a pattern (`iceberg.table.<table>.id-columns`). */
   readonly key: string;
   /** The capability the key needs: "the dead-letter queue". */
   readonly needs: string;
@@ -45,11 +45,6 @@ const HEADER_CONVERTER: Omit<UnsupportedKey, 'key'> = {
   needs: 'header converters, which matter only once single message transforms (SMTs) read header values',
   instead: 'Icefloe converts no header values: headers reach a table only as raw bytes, in the `headers` Kafka metadata column. Remove it, or name SimpleHeaderConverter (the default) or ByteArrayConverter.',
   alsoAccepted: [SIMPLE_HEADER_CONVERTER, BYTE_ARRAY_CONVERTER],
-};
-const COMMIT_BRANCH: Omit<UnsupportedKey, 'key'> = {
-  needs: 'commits to a branch other than main',
-  instead: 'Every commit goes to the table\'s main branch, so this branch would never receive one. Remove it (or set main).',
-  alsoAccepted: ['main'],
 };
 const ID_COLUMNS: Omit<UnsupportedKey, 'key'> = {
   needs: 'identifier (primary-key) columns on auto-created tables, which are not scheduled yet',
@@ -91,8 +86,6 @@ export const CONNECTOR_UNSUPPORTED: readonly UnsupportedKey[] = [
   },
   { key: 'errors.deadletterqueue.topic.replication.factor', needs: DLQ, instead: 'There is no dead-letter topic to create. Remove it (or set 3).' },
   { key: 'errors.deadletterqueue.context.headers.enable', needs: DLQ, instead: 'There are no dead-letter records to add headers to. Remove it (or set false).' },
-  { key: 'iceberg.tables.default-commit-branch', ...COMMIT_BRANCH },
-  { key: 'iceberg.table.<table>.commit-branch', ...COMMIT_BRANCH },
   { key: 'iceberg.tables.default-id-columns', ...ID_COLUMNS },
   { key: 'iceberg.table.<table>.id-columns', ...ID_COLUMNS },
   {
@@ -215,7 +208,7 @@ export function rejectUnsupported(p: ParsedConfig, rules: readonly UnsupportedKe
   }
 }
 
-/** The rule of a pattern key (`iceberg.table.<table>.commit-branch`), for the module that parses such keys. */
+/** The rule of a pattern key (`iceberg.table.<table>.id-columns`), for the module that parses such keys. */
 export function connectorRule(key: string): UnsupportedKey {
   return ruleFor(CONNECTOR_UNSUPPORTED, key);
 }

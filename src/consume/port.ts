@@ -89,7 +89,8 @@ export interface RevokeInfo {
  * - `onRevoked` may finish the cycle (announce and commit, revoked partitions included) or abandon it
  *   before it returns; the partitions move to another member only afterwards (the revocation rule).
  * - `onAssigned` runs before any record of the new partitions is returned; reading starts at the
- *   group's committed offset (or `auto.offset.reset` when there is none) unless it seeks.
+ *   group's committed offset (the earliest offset when there is none; a committed offset outside the log
+ *   fails `poll()` unless the user set `auto.offset.reset`: consume/offset-range.ts) unless it seeks.
  * A callback that throws makes `poll()` reject with that error after the rebalance step completed.
  */
 export interface RebalanceListener {

@@ -96,6 +96,8 @@ export interface TableCommitInput {
   readonly readToEnd?: boolean;
   /** What the committer knows of the source partitions beyond this buffer (watermark.ts). */
   readonly sources?: SourceKnowledge;
+  /** The branch the table's commits go to (default main); `positions` were read from its ancestry. */
+  readonly branch?: string;
 }
 
 export type StopCode =
@@ -268,6 +270,7 @@ export function planTableCommit(input: TableCommitInput): TablePlan {
       connectorPositions: input.connectorPositions ?? new Map(),
       announcements: announcementsAt(input.records),
       ...(input.appliedBefore === undefined ? {} : { appliedBefore: input.appliedBefore }),
+      ...(input.branch === undefined ? {} : { branch: input.branch }),
     });
     if (rules.kind === 'rolled-back') {
       const where = { ...(rules.partition === undefined ? {} : { partition: rules.partition }), ...(rules.offset === undefined ? {} : { offset: rules.offset }) };

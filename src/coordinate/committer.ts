@@ -11,7 +11,9 @@
  * planned again). A table that cannot be applied stops with its reason; one whose commit fails (catalog
  * refuses, outcome unknown, retries exhausted) is retried next round or stopped; either way the others go
  * on. Records every table is past are dropped from the buffer, and that point is committed as the
- * connector position C (connector-position.ts), every round, changed or not.
+ * connector position C (connector-position.ts), every round, changed or not, with R: where every table but
+ * the stopped, failing and parked ones is, so that a table holding C back does not make the others look
+ * behind when retention deletes the log below C (only the tables that lost announcements stop).
  *
  * Tables that move backwards: the committer remembers what it saw applied to each table; a table whose
  * positions went back (rollback, branch reset) or that was replaced (new UUID) stops with
@@ -26,6 +28,11 @@
  * stored positions) — and if what remains is still at the cap, reading pauses with an error in the log.
  * This file says what the tables need (trim points, parking candidates, where reading starts); the buffer
  * (control-buffer.ts) reads, holds, counts and drops.
+ *
+ * Branches: a table whose connector names a commit branch (iceberg.table.<t>.commit-branch or
+ * iceberg.tables.default-commit-branch) gets its files and positions on that branch, and its positions are
+ * read from that branch's ancestry; main is never touched. A branch that does not exist yet is created by
+ * the first commit, forked from main's head (iceberg/append.ts), and until then its positions are main's.
  *
  * In standalone mode it runs in the worker process; distributed mode elects one per table, same protocol.
  */
@@ -48,8 +55,8 @@ import { SourceReports, sourceKey } from '../coordinate/watermark.ts';
 import type { SourceKnowledge } from '../coordinate/watermark.ts';
 import type { CrashPoints } from '../core/crash-points.ts';
 import type { ControlPositions } from '../coordinate/control-positions.ts';
-import { controlGroupId, nextAppliedPositions, reapplyHolds, reapplyKey, readReapplyMark } from '../coordinate/connector-position.ts';
-import type { ConnectorPositions } from '../coordinate/connector-position.ts';
+import { controlGroupId, nextAppliedPositions, reapplyHolds, reapplyKey, readReapplyMark, tableKey } from '../coordinate/connector-position.ts';
+import type { ConnectorPositions, RestThrough } from '../coordinate/connector-position.ts';
 import { commitConnectorPositions, loadOrSeedConnectorPositions } from '../coordinate/position-store.ts';
 import type { PositionStoreOptions } from '../coordinate/position-store.ts';
 import { ControlBuffer } from '../coordinate/control-buffer.ts';
@@ -71,6 +78,8 @@ export interface CommitterDeps {
 export interface TableCommitStatus {
   readonly table: string;
   readonly state: 'RUNNING' | 'STOPPED';
+  /** The branch the table's commits go to, when it is not main (iceberg.table.<t>.commit-branch). */
+  readonly branch?: string;
   readonly reason?: StopReason;
   readonly lastSnapshotId?: bigint;
   readonly lastCommitMs?: number;
@@ -125,7 +134,13 @@ export class ConnectorCommitter {
   }
 
   tableStatus(): TableCommitStatus[] {
-    return [...this.status.values()].sort((a, b) => (a.table < b.table ? -1 : 1));
+    return [...this.status.values()]
+      .map((s) => {
+        const ref = this.tables.get(s.table);
+        const branch = ref === undefined ? 'main' : this.branchOf(ref);
+        return branch === 'main' ? s : { ...s, branch };
+      })
+      .sort((a, b) => (a.table < b.table ? -1 : 1));
   }
 
   controlStatus(): ControlReadStatus {
@@ -148,10 +163,15 @@ export class ConnectorCommitter {
     const stopped: StoppedNeeds[] = [];
     let keepBuffer = false;
     let reread = false;
+    /** Tables whose needs are not in trimAt (stopped, failing, parked): R's except list. */
+    const except: string[] = [];
     for (let i = 0; i < names.length; i++) {
       const name = names[i] as string;
       const ref = this.tables.get(name) as TableRef;
-      if (this.control.isParked(name)) continue; // its records were dropped: planning it now could skip them
+      if (this.control.isParked(name)) {
+        except.push(tableKey(ref));
+        continue; // its records were dropped: planning it now could skip them
+      }
       let result: Awaited<ReturnType<ConnectorCommitter['commitTable']>>;
       try {
         result = await this.commitTable(ref, live, logStart, sources);
@@ -163,6 +183,7 @@ export class ConnectorCommitter {
         // one of our errors is a bug (or a test's crash) and ends the round.
         if (!(e instanceof IcefloeError)) throw e;
         keepBuffer = true;
+        except.push(tableKey(ref));
         this.tableFailed(name, ref, e);
         continue;
       }
@@ -179,7 +200,10 @@ export class ConnectorCommitter {
       const pending = result.reread === true || (plan !== undefined && (plan.kind === 'stopped' || plan.waiting > 0));
       // A stopped table's needs are kept apart: they are the first to go when the buffer is full.
       const needs = plan?.kind === 'stopped' ? new Map<number, bigint>() : trimAt;
-      if (plan?.kind === 'stopped') stopped.push({ name, from: needs });
+      if (plan?.kind === 'stopped') {
+        stopped.push({ name, from: needs });
+        except.push(tableKey(ref));
+      }
       for (const [p, end] of cursor) {
         // Never past what was read: positions a stopped table stores may refer to another log (identity).
         const o = pending ? min(plan?.positions.get(p) ?? 0n, end) : end;
@@ -191,7 +215,8 @@ export class ConnectorCommitter {
     // C may not pass what a stopped or parked table still needs, even when the buffer no longer holds it.
     const appliedThrough = new Map(trimAt);
     for (const from of [...stopped.map((t) => t.from), ...this.control.parkedFrom()]) for (const [p, o] of from) appliedThrough.set(p, min(appliedThrough.get(p) ?? o, o));
-    await this.commitConnectorPosition(live, keepBuffer ? new Map() : appliedThrough);
+    // R: where every table but the excepted ones is (trimAt), whatever holds C back.
+    await this.commitConnectorPosition(live, keepBuffer ? new Map() : appliedThrough, { through: trimAt, except });
     if (reread) {
       // A table re-applies from below what the buffer holds: read the control topic again from the
       // lowest position any table needs (startPositions) in the next round; parked tables are read again too.
@@ -205,10 +230,10 @@ export class ConnectorCommitter {
    * Committed every round even when unchanged, so the group's offsets do not expire while the worker
    * runs. A failure is logged, not thrown: the tables' commits stand, and C is committed again next round.
    */
-  private async commitConnectorPosition(live: ControlIdentity, appliedThrough: ReadonlyMap<number, bigint>): Promise<void> {
+  private async commitConnectorPosition(live: ControlIdentity, appliedThrough: ReadonlyMap<number, bigint>, rest: RestThrough): Promise<void> {
     const current = this.connectorPositions;
     if (current === undefined) return;
-    const next = nextAppliedPositions(current, appliedThrough);
+    const next = nextAppliedPositions(current, appliedThrough, rest);
     try {
       await commitConnectorPositions(this.positionStore(live), next);
       this.connectorPositions = next;
@@ -290,11 +315,12 @@ export class ConnectorCommitter {
         if (e instanceof NoSuchTableError) continue; // a table created later starts at C
         throw e;
       }
-      const read = readControlPositions(table.metadata, this.d.connector.name, live);
+      const branch = this.branchOf(id);
+      const read = readControlPositions(table.metadata, this.d.connector.name, live, branch);
       if (read.kind !== 'positions') continue;
       for (const [p, o] of read.positions) if (from.has(p) && o < (from.get(p) as bigint)) from.set(p, o);
       // A re-apply without positions on some partition reads it from the log start (absent from the map).
-      if (reapplyHolds(table.metadata, safeMark(table, this.d.connector.name), read)) for (const p of [...from.keys()]) if (!read.positions.has(p)) from.delete(p);
+      if (reapplyHolds(table.metadata, safeMark(table, this.d.connector.name), read, branch)) for (const p of [...from.keys()]) if (!read.positions.has(p)) from.delete(p);
     }
     return from;
   }
@@ -324,9 +350,17 @@ export class ConnectorCommitter {
   }
 
   /** A re-apply (operator's mark) from positions below what the buffer holds, but still in the log. */
-  private needsReread(table: LoadedTable, read: ReturnType<typeof readControlPositions>): boolean {
-    if (read.kind !== 'positions' || !reapplyHolds(table.metadata, safeMark(table, this.d.connector.name), read)) return false;
+  private needsReread(table: LoadedTable, read: ReturnType<typeof readControlPositions>, branch: string): boolean {
+    if (read.kind !== 'positions' || !reapplyHolds(table.metadata, safeMark(table, this.d.connector.name), read, branch)) return false;
     return this.control.floorAbove(read.positions);
+  }
+
+  /**
+   * The branch a table's files and positions go to (iceberg.table.<t>.commit-branch, else
+   * iceberg.tables.default-commit-branch, else main): positions are read from its ancestry, never main's.
+   */
+  private branchOf(ref: TableRef): string {
+    return this.d.connector.tables.settings(tableRefString(ref)).commitBranch;
   }
 
   /**
@@ -355,11 +389,12 @@ export class ConnectorCommitter {
     const { connector } = this.d;
     const name = tableRefString(ref);
     const id = parseIdentifier(formatIdentifier(ref));
+    const branch = this.branchOf(ref);
     for (let attempt = 1; ; attempt++) {
       const table = await this.loadOrDropped(ref);
       if (table === undefined) return { plan: undefined };
-      const positions = readControlPositions(table.metadata, connector.name, live);
-      const reread = this.needsReread(table, positions);
+      const positions = readControlPositions(table.metadata, connector.name, live, branch);
+      const reread = this.needsReread(table, positions, branch);
       if (reread) {
         this.log.info('table re-applies from below what the committer holds; reading the control topic again', { table: name });
         return { plan: undefined, reread };
@@ -380,6 +415,7 @@ export class ConnectorCommitter {
         ...(before === undefined ? {} : { appliedBefore: before }),
         readToEnd: !this.control.behind(),
         sources,
+        branch,
       });
       if (plan.kind === 'stopped') {
         this.stop(name, plan.reason, plan.oldestUnappliedMs);
@@ -405,13 +441,14 @@ export class ConnectorCommitter {
         commitId: plan.commitId,
         files: plan.files,
         summary: plan.summary,
-        isCurrent: (t) => isPlanCurrent(plan, readControlPositions(t.metadata, connector.name, live)),
+        branch,
+        isCurrent: (t) => isPlanCurrent(plan, readControlPositions(t.metadata, connector.name, live, branch)),
       });
       if (outcome.status === 'nothing-to-commit') {
         if (attempt >= MAX_REPLANS) throw new RetriableError(`${name}: positions kept moving under ${MAX_REPLANS} plans (another committer for this connector?)`);
         continue; // another commit moved the positions: plan again from the reloaded table
       }
-      const snapshot = findCommit(outcome.table.metadata, plan.commitId)?.snapshotId;
+      const snapshot = findCommit(outcome.table.metadata, plan.commitId, branch)?.snapshotId;
       const oldest = plan.applied.map((a) => this.timestampOf(a.partition, a.offsets[0] ?? 0n)).filter((t): t is number => t !== undefined);
       const commit: CommitRecord = {
         table: name,
@@ -432,6 +469,7 @@ export class ConnectorCommitter {
       this.running(name, { lastSnapshotId: snapshot, lastCommitMs: this.now(), validThroughTs: plan.validThroughTs, oldestUnappliedMs: plan.oldestUnappliedMs });
       this.log.info('table committed', {
         table: name,
+        ...(branch === 'main' ? {} : { branch }),
         snapshotId: snapshot?.toString(),
         files: commit.files,
         records: commit.records.toString(),

@@ -13,9 +13,14 @@
  *             group's offsets do not expire (offsets.retention.minutes) while the worker runs. A worker
  *             down for longer than that finds no offsets and seeds again (documented).
  * The metadata also carries the control topic id: offsets of an earlier topic of the same name are not C.
+ * An `applied` entry may carry R (`rest=<offset> except=<table keys>`): every table the committer knew,
+ * except those listed (stopped, failing or parked in that round), applied everything below R[p]. C is held
+ * back by what a stopped table still needs; R is not, so when retention deletes the log below C only the
+ * tables that really lost announcements stop (control-records-lost), not every table idle behind C.
  *
  * The table's effective position E[p] = its stored position T[p]; where it stores none, or where C[p] is
- * `applied` and above T[p], E[p] = C[p] (nothing for the table was there: an idle table is not behind).
+ * `applied` and above T[p], E[p] = C[p] (nothing for the table was there: an idle table is not behind),
+ * raised to R[p] when the table is not in R's except list.
  * Announcements below E are not the table's to apply; E below the log start means some were deleted.
  *
  * Tables that move backwards (rollback, branch reset, drop and recreate) are stopped with
@@ -29,12 +34,13 @@
  * Owns: the group id, the metadata codec, C's meaning, E, the rollback rules. Must not: do I/O or read a
  * clock.
  */
+import { createHash } from 'node:crypto';
 import { parseJson, stringifyJson, toBigInt } from '../core/json.ts';
 import type { TableMetadata } from '../iceberg/metadata.ts';
-import { ancestry } from '../commit/commit-retry.ts';
+import { MAIN_BRANCH, ancestors, commitBaseId } from '../commit/model.ts';
 import { decodePositions, encodePositions } from './control-positions.ts';
 import type { ControlPositions, PositionsRead } from './control-positions.ts';
-import { sameTable } from './events.ts';
+import { sameTable, tableRefString } from './events.ts';
 import type { TableRef } from './events.ts';
 
 export type ConnectorPositionKind = 'seed' | 'applied';
@@ -42,6 +48,24 @@ export type ConnectorPositionKind = 'seed' | 'applied';
 export interface ConnectorPositionEntry {
   readonly offset: bigint;
   readonly kind: ConnectorPositionKind;
+  /**
+   * `applied` only: every table the committer knew applied everything below `rest.offset` (>= `offset`)
+   * except the tables in `except` (`tableKey`s: stopped, failing or parked then). C itself stays below what
+   * those tables still need; R lets the other tables' effective position go past it, so that a stopped table
+   * holding C back does not make the others look behind when retention deletes the log below C.
+   */
+  readonly rest?: RestPositions;
+}
+
+export interface RestPositions {
+  readonly offset: bigint;
+  readonly except: readonly string[];
+}
+
+/** What a round learned for R: per control partition where the tables not in `except` are, and `except`. */
+export interface RestThrough {
+  readonly through: ReadonlyMap<number, bigint>;
+  readonly except: readonly string[];
 }
 
 /** Control partition → C[p]. */
@@ -56,10 +80,20 @@ export function controlGroupId(prefix: string, connector: string): string {
   return prefix + connector;
 }
 
-const METADATA = /^icefloe\/1 (seed|applied) ([0-9a-f-]{36})$/;
+const METADATA = /^icefloe\/1 (seed|applied) ([0-9a-f-]{36})(?: rest=(\d+) except=((?:[0-9a-f]{12})(?:,[0-9a-f]{12})*)?)?$/;
+/** Kafka's default offset.metadata.max.bytes is 4096: R is left out (C alone is always true) rather than refused. */
+const METADATA_MAX_CHARS = 4000;
 
-export function encodePositionMetadata(kind: ConnectorPositionKind, controlTopicId: string): string {
-  return `icefloe/1 ${kind} ${controlTopicId}`;
+/** The key a table has in R's `except` list: 12 hex digits of the SHA-256 of its name (metadata is short). */
+export function tableKey(table: TableRef): string {
+  return createHash('sha256').update(tableRefString(table)).digest('hex').slice(0, 12);
+}
+
+export function encodePositionMetadata(kind: ConnectorPositionKind, controlTopicId: string, rest?: RestPositions): string {
+  const base = `icefloe/1 ${kind} ${controlTopicId}`;
+  if (rest === undefined || kind !== 'applied') return base;
+  const full = `${base} rest=${rest.offset} except=${[...rest.except].sort().join(',')}`;
+  return full.length <= METADATA_MAX_CHARS ? full : base;
 }
 
 export type GroupPositionsRead =
@@ -79,20 +113,49 @@ export function readGroupPositions(offsets: readonly { readonly partition: numbe
     const m = METADATA.exec(o.metadata ?? '');
     if (m === null) return { kind: 'foreign', partition: o.partition, metadata: o.metadata };
     if (m[2] !== controlTopicId) others.add(m[2] as string);
-    else positions.set(o.partition, { offset: o.offset, kind: m[1] as ConnectorPositionKind });
+    else {
+      const rest = m[3] === undefined ? undefined : { offset: BigInt(m[3]), except: m[4] === undefined || m[4] === '' ? [] : m[4].split(',') };
+      positions.set(o.partition, { offset: o.offset, kind: m[1] as ConnectorPositionKind, ...(rest === undefined || rest.offset < o.offset ? {} : { rest }) });
+    }
   }
   if (positions.size === 0) return { kind: 'other-topic', topicIds: [...others] };
   return { kind: 'positions', positions };
 }
 
-/** What to commit after a round: C grows only; partitions the round knows nothing of keep their value. */
-export function nextAppliedPositions(current: ConnectorPositions, appliedThrough: ReadonlyMap<number, bigint>): Map<number, ConnectorPositionEntry> {
-  const out = new Map<number, ConnectorPositionEntry>(current);
+/**
+ * What to commit after a round: C grows only; partitions the round knows nothing of keep their value. R is
+ * what this round found (not grown from before: a table that resumes joins it where it is), on the
+ * partitions it covers, and never below C.
+ */
+export function nextAppliedPositions(current: ConnectorPositions, appliedThrough: ReadonlyMap<number, bigint>, rest?: RestThrough): Map<number, ConnectorPositionEntry> {
+  const out = new Map<number, ConnectorPositionEntry>();
+  for (const [p, c] of current) out.set(p, { offset: c.offset, kind: c.kind });
   for (const [p, o] of appliedThrough) {
     const c = current.get(p);
     out.set(p, { offset: c === undefined || o > c.offset ? o : c.offset, kind: 'applied' });
   }
+  for (const [p, o] of rest?.through ?? []) {
+    const e = out.get(p);
+    if (e === undefined || e.kind !== 'applied' || rest === undefined) continue;
+    out.set(p, { ...e, rest: { offset: o > e.offset ? o : e.offset, except: rest.except } });
+  }
   return out;
+}
+
+/**
+ * Per control partition, the offset below which the connector position says `table` applied everything:
+ * C, raised by R where C is `applied` and the table was not excepted. Seeds say nothing of the table (0).
+ */
+export function appliedThroughFor(c: ConnectorPositions, table: TableRef): Map<number, bigint> {
+  const key = tableKey(table);
+  const out = new Map<number, bigint>();
+  for (const [p, e] of c) out.set(p, raisedBy(e, key));
+  return out;
+}
+
+function raisedBy(e: ConnectorPositionEntry, key: string): bigint {
+  if (e.kind !== 'applied' || e.rest === undefined || e.rest.except.includes(key)) return e.offset;
+  return e.rest.offset > e.offset ? e.rest.offset : e.offset;
 }
 
 // --- recovery marks ---------------------------------------------------------------------------------
@@ -118,11 +181,14 @@ export function readReapplyMark(md: TableMetadata, connector: string): ReapplyMa
   return { snapshotId: toBigInt(o['snapshot-id'], 'snapshot-id'), through: decodePositions(stringifyJson(o['through'] ?? {})) };
 }
 
-/** The mark applies to the table as it is: positions read from its snapshot or a descendant, still below `through`. */
-export function reapplyHolds(md: TableMetadata, mark: ReapplyMark | undefined, read: PositionsRead): boolean {
+/**
+ * The mark applies to the table as it is: positions read from its snapshot or a descendant (on `branch`,
+ * the branch the connector commits to), still below `through`.
+ */
+export function reapplyHolds(md: TableMetadata, mark: ReapplyMark | undefined, read: PositionsRead, branch: string = MAIN_BRANCH): boolean {
   if (mark === undefined || read.kind !== 'positions') return false;
   let descends = false;
-  for (const s of ancestry(md)) {
+  for (const s of ancestors(md, commitBaseId(md, branch))) {
     if (s.snapshotId === mark.snapshotId) {
       descends = true;
       break;
@@ -161,6 +227,8 @@ export interface PositionRulesInput {
   readonly announcements: readonly AnnouncementAt[];
   /** What this committer (process) saw applied to the table before, if anything. */
   readonly appliedBefore?: { readonly tableUuid: string; readonly positions: ControlPositions };
+  /** The branch the connector commits this table to (default main): a re-apply mark is checked on it. */
+  readonly branch?: string;
 }
 
 export type PositionRulesOutcome =
@@ -171,7 +239,7 @@ const RECOVERY = '`icefloe positions WORKER.properties CONNECTOR.json --table <t
 
 export function positionRules(input: PositionRulesInput): PositionRulesOutcome {
   const { stored, connectorPositions: c } = input;
-  const reapplying = reapplyHolds(input.metadata, readMarkSafe(input.metadata, input.connector), input.read);
+  const reapplying = reapplyHolds(input.metadata, readMarkSafe(input.metadata, input.connector), input.read, input.branch);
   const acknowledged = reapplying || isAdopted(input.metadata, input.connector, input.read);
   const before = input.appliedBefore;
   if (before !== undefined && !acknowledged) {
@@ -192,28 +260,31 @@ export function positionRules(input: PositionRulesInput): PositionRulesOutcome {
     }
   }
   const effective = new Map(stored);
+  const key = tableKey(input.table);
   for (const [p, entry] of c) {
     const t = stored.get(p);
     // Re-applying: the table's own positions rule; where it has none, from the start of what is retained.
     if (reapplying) continue;
-    if (t !== undefined && (entry.kind !== 'applied' || entry.offset <= t)) continue;
+    // C, raised by R unless this table was excepted from it (it was stopped, failing or parked then).
+    const through = raisedBy(entry, key);
+    if (t !== undefined && (entry.kind !== 'applied' || through <= t)) continue;
     if (entry.kind === 'applied' && !acknowledged && input.read.kind === 'positions') {
-      // C says every table applied everything below C[p]: an announcement of this table in [T[p], C[p])
+      // C (or R) says this table applied everything below it: an announcement of this table in [T[p], that)
       // was applied and is no longer in the table (rolled back); re-applying it silently could write it twice.
       const from = t ?? 0n;
       const gone = input.announcements.find(
-        (a) => a.partition === p && a.offset >= from && a.offset < entry.offset && a.connector === input.connector && a.tableUuid === input.metadata.tableUuid && sameTable(a.table, input.table),
+        (a) => a.partition === p && a.offset >= from && a.offset < through && a.connector === input.connector && a.tableUuid === input.metadata.tableUuid && sameTable(a.table, input.table),
       );
       if (gone !== undefined) {
         return rolledBack(
-          `${input.tableName}: control partition ${p} holds an announcement for the table at ${gone.offset}, which the connector applied (it applied everything below ${entry.offset}) but the table's positions (${t ?? 'none'}) no longer include: the table was rolled back; nothing is applied to it until an operator decides: ${RECOVERY}`,
-          { partition: p, announcement: gone.offset, stored: t ?? null, appliedThrough: entry.offset },
+          `${input.tableName}: control partition ${p} holds an announcement for the table at ${gone.offset}, which the connector applied (it applied everything below ${through}) but the table's positions (${t ?? 'none'}) no longer include: the table was rolled back; nothing is applied to it until an operator decides: ${RECOVERY}`,
+          { partition: p, announcement: gone.offset, stored: t ?? null, appliedThrough: through },
           p,
           gone.offset,
         );
       }
     }
-    effective.set(p, entry.offset);
+    effective.set(p, through);
   }
   return { kind: 'effective', effective, reapplying };
 }

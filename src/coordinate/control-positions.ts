@@ -13,10 +13,14 @@
  *                                         ever applied, carried forward (source-applied.ts)
  * The identity keys are per connector (two connectors on two clusters may write one table).
  *
+ * Branches: the positions of a connector that commits to a branch (iceberg.tables.default-commit-branch,
+ * iceberg.table.<t>.commit-branch) are read from that branch's ancestry, never main's; a branch that does
+ * not exist yet from main's, which its first commit forks from (iceberg/metadata.ts `commitBaseId`).
+ *
  * Reading, fail closed. The outcome is one of:
  *   positions          the newest ancestor carrying our offsets key was found and its identity matches;
- *   fresh              the table has no snapshots at all: nothing can have been applied, read the control
- *                      topic from its beginning;
+ *   fresh              the table has no snapshots at all (or none the branch builds on, and none of this
+ *                      connector's): nothing can have been applied, read the control topic from its beginning;
  *   identity-mismatch  the stored topic id or cluster id differs from the live one (topic recreated,
  *                      failover), or is missing: stored offsets would point into a different log;
  *   expired            snapshots exist, none in the ancestry carries our key, and either the walk was cut
@@ -36,7 +40,7 @@
  * Owns: key names, value codecs, the read outcome. Must not: do I/O or read a clock.
  */
 import { parseJson, stringifyJson, toBigInt } from '../core/json.ts';
-import { MAIN_BRANCH, findInAncestry } from '../iceberg/metadata.ts';
+import { MAIN_BRANCH, commitBaseId, findInAncestry } from '../iceberg/metadata.ts';
 import type { Snapshot, TableMetadata } from '../iceberg/metadata.ts';
 import { COMMIT_ID_KEY } from '../commit/commit-retry.ts';
 import { sourceAppliedKey } from './source-applied.ts';
@@ -140,6 +144,9 @@ export function readControlPositions(md: TableMetadata, connector: string, live:
   if (snap === undefined || found.value === undefined) {
     if (found.truncated) return { kind: 'expired', reason: 'ancestry-truncated', scanned: found.scanned };
     if (md.snapshots.some((s) => committedByConnector(s, connector))) return { kind: 'expired', reason: 'connector-snapshots-outside-ancestry', scanned: found.scanned };
+    // Nothing to build on (neither the branch nor main has a snapshot; others wrote only other branches):
+    // the branch starts empty and nothing of this connector's can be in it.
+    if (commitBaseId(md, branch) === undefined) return { kind: 'fresh' };
     return { kind: 'unseeded', snapshots: md.snapshots.length };
   }
   let positions: Map<number, bigint>;

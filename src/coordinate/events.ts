@@ -30,7 +30,8 @@
  *
  * Splitting: an announcement whose encoding exceeds the record byte limit (the broker's / topic's
  * `max.message.bytes` minus headroom for the record envelope) is split into parts 0..n-1 of the same
- * announcement; each part repeats the header and carries a slice of the source spans and files. Producer
+ * announcement; each part repeats the header and carries a slice of the source spans and files. A file
+ * whose metrics alone exceed a record is announced with fewer metrics (metrics-trim.ts), never dropped. Producer
  * contract: all parts of one announcement and the cycle's `cycle-complete` are produced by one task, in
  * part order, with the same record key (`controlRecordKey`, so the same control partition), in one
  * transaction. `reassembleAnnouncement` rebuilds the announcement and rejects a missing, duplicate or
@@ -42,6 +43,10 @@ import { FatalError } from '../core/errors.ts';
 import { parseJson, stringifyJson, toBigInt } from '../core/json.ts';
 import type { DataFile, FileContent } from '../iceberg/data-file.ts';
 import type { PartitionValue } from '../iceberg/types.ts';
+import { trimFileMetrics } from './metrics-trim.ts';
+import type { MetricsTrim } from './metrics-trim.ts';
+
+export type { MetricsTrim } from './metrics-trim.ts';
 
 export const CONTROL_FORMAT = 'icefloe-control';
 export const CONTROL_VERSION_MAJOR = 1;
@@ -538,10 +543,12 @@ function failStr(what: string): never {
 /**
  * The announcement as one or more records, each at most `maxRecordBytes` long. Spans and files are
  * packed in order (spans first), greedily; the sizes are exact because JSON without whitespace is the
- * header plus each item's own text plus one comma between items. A single span or file that cannot fit
- * next to the header is a FatalError (raise the topic's max.message.bytes).
+ * header plus each item's own text plus one comma between items. A file whose metrics alone would not fit
+ * next to the header keeps its data fields and gives up metrics until it fits (metrics-trim.ts: bounds
+ * first, the widest columns first; then whole count maps); `onTrimmed` hears of each such file. A span,
+ * or a file that does not fit even without metrics, is a FatalError (raise the topic's max.message.bytes).
  */
-export function encodeAnnouncement(a: Announcement, maxRecordBytes: number): Uint8Array[] {
+export function encodeAnnouncement(a: Announcement, maxRecordBytes: number, onTrimmed?: (trim: MetricsTrim) => void): Uint8Array[] {
   const base = (part: number, parts: number, sourceSpans: readonly SourceSpan[], files: readonly DataFile[]): AnnouncementPart => ({
     type: 'announcement',
     connector: a.connector,
@@ -562,7 +569,7 @@ export function encodeAnnouncement(a: Announcement, maxRecordBytes: number): Uin
   // Header size with the widest possible part numbers, so renumbering can only shrink a part.
   const headerBytes = encodeControlEvent(base(Number.MAX_SAFE_INTEGER, Number.MAX_SAFE_INTEGER, [], [])).byteLength;
   const spanSizes = a.sourceSpans.map((s) => utf8.encode(stringifyJson(spanToJson(s))).byteLength);
-  const fileSizes = a.files.map((f) => utf8.encode(stringifyJson(dataFileToJson(f))).byteLength);
+  const fileSizes = a.files.map(fileJsonBytes);
   interface Bin {
     spans: SourceSpan[];
     files: DataFile[];
@@ -586,13 +593,30 @@ export function encodeAnnouncement(a: Announcement, maxRecordBytes: number): Uin
     bin.size += extra;
   };
   a.sourceSpans.forEach((s, i) => add(spanSizes[i] ?? 0, bin.spans.length, (b) => b.spans.push(s), `source span ${i}`));
-  a.files.forEach((f, i) => add(fileSizes[i] ?? 0, bin.files.length, (b) => b.files.push(f), `data file ${f.filePath}`));
+  a.files.forEach((f, i) => {
+    let file = f;
+    let size = fileSizes[i] ?? 0;
+    if (headerBytes + size > maxRecordBytes) {
+      const trim = trimFileMetrics(f, maxRecordBytes - headerBytes, fileJsonBytes);
+      if (trim.fits) {
+        file = trim.file;
+        size = trim.bytesAfter;
+        onTrimmed?.(trim);
+      }
+    }
+    add(size, bin.files.length, (b) => b.files.push(file), `data file ${f.filePath}`);
+  });
   bins.push(bin);
   return bins.map((b, i) => {
     const bytes = encodeControlEvent(base(i, bins.length, b.spans, b.files));
     if (bytes.byteLength > maxRecordBytes) throw new FatalError(`announcement part ${i} is ${bytes.byteLength} bytes, over ${maxRecordBytes} (size accounting bug)`);
     return bytes;
   });
+}
+
+/** The bytes a data file takes in an announcement's `files` array. */
+function fileJsonBytes(f: DataFile): number {
+  return utf8.encode(stringifyJson(dataFileToJson(f))).byteLength;
 }
 
 /** Identity of one announcement: its parts share it. */

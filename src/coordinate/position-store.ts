@@ -63,6 +63,6 @@ export async function loadOrSeedConnectorPositions(o: PositionStoreOptions, logS
 export async function commitConnectorPositions(o: PositionStoreOptions, positions: ConnectorPositions): Promise<void> {
   await o.admin.commitGroupOffsets(
     o.groupId,
-    [...positions].map(([partition, e]) => ({ topic: o.topic, partition, offset: e.offset, metadata: encodePositionMetadata(e.kind, o.controlTopicId) })),
+    [...positions].map(([partition, e]) => ({ topic: o.topic, partition, offset: e.offset, metadata: encodePositionMetadata(e.kind, o.controlTopicId, e.rest) })),
   );
 }

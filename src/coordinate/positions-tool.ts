@@ -19,6 +19,9 @@
  * --reapply at its next round (a --reapply below what its buffer holds makes it read the control topic
  * again); nothing needs a restart.
  *
+ * A connector that commits the table to a branch (iceberg.table.<t>.commit-branch, or the default) has its
+ * positions there: every action reads and writes that branch, never main.
+ *
  * Owns: the three actions. Must not: lower C or delete anything from a table.
  */
 import { createHash } from 'node:crypto';
@@ -32,8 +35,7 @@ import { appendFiles, updateProperties } from '../commit/table-ops.ts';
 import type { ObjectStore } from '../upload/port.ts';
 import { commitIdPrefix, controlOffsetsKey, controlTopicIdKey, decodePositions, encodePositions, kafkaClusterIdKey, positionsSummary, readControlPositions } from './control-positions.ts';
 import type { ControlIdentity, PositionsRead } from './control-positions.ts';
-import { adoptedKey, controlGroupId, encodeReapplyMark, reapplyKey } from './connector-position.ts';
-import type { ConnectorPositions } from './connector-position.ts';
+import { adoptedKey, appliedThroughFor, controlGroupId, encodeReapplyMark, reapplyKey } from './connector-position.ts';
 import { readConnectorPositions } from './position-store.ts';
 import { decodeSourceApplied, encodeSourceApplied, sourceAppliedKey } from './source-applied.ts';
 import type { SourceApplied } from './source-applied.ts';
@@ -50,6 +52,8 @@ export interface PositionsToolDeps {
 
 export interface PositionsReport {
   readonly table: string;
+  /** The branch whose positions are shown and changed (the connector's commit branch for the table). */
+  readonly branch: string;
   readonly action: PositionsAction;
   readonly stored: Record<string, string> | string;
   readonly connectorPosition: Record<string, string> | null;
@@ -69,13 +73,16 @@ export async function runPositionsTool(deps: PositionsToolDeps, tableName: strin
     log: deps.log,
   });
   const id = parseIdentifier(tableName);
+  // The branch the connector commits the table to: its positions live there (and an --adopt commits there).
+  const branch = connector.tables.settings(tableName).commitBranch;
   const table = await deps.catalog.loadTable(id);
-  const read = readControlPositions(table.metadata, connector.name, live);
+  const read = readControlPositions(table.metadata, connector.name, live, branch);
   const report = (result: string, t: LoadedTable = table): PositionsReport => ({
     table: tableName,
+    branch,
     action,
-    stored: describeRead(readControlPositions(t.metadata, connector.name, live)),
-    connectorPosition: c === undefined ? null : Object.fromEntries([...c].map(([p, e]) => [String(p), `${e.offset} (${e.kind})`])),
+    stored: describeRead(readControlPositions(t.metadata, connector.name, live, branch)),
+    connectorPosition: c === undefined ? null : Object.fromEntries([...c].map(([p, e]) => [String(p), `${e.offset} (${e.kind})${e.rest === undefined ? '' : `, R ${e.rest.offset} (except ${e.rest.except.length} table(s))`}`])),
     reapplyMark: t.metadata.properties[reapplyKey(connector.name)] ?? null,
     result,
   });
@@ -83,19 +90,21 @@ export async function runPositionsTool(deps: PositionsToolDeps, tableName: strin
   if (action === 'reapply') {
     if (read.kind !== 'positions') throw new ConfigError(`${tableName} has no positions of connector ${connector.name} to re-apply from (${read.kind}); use --adopt`);
     if (c === undefined) throw new ConfigError(`connector ${connector.name} has no connector position yet (its committer never ran): nothing to re-apply`);
-    const through = new Map([...c].map(([p, e]) => [p, e.offset]));
+    // C, raised by R where the connector says this table applied further (connector-position.ts).
+    const through = appliedThroughFor(c, id);
     const mark = encodeReapplyMark({ snapshotId: read.snapshotId, through });
     const after = await updateProperties({ catalog: deps.catalog, store: deps.store }, id, { [reapplyKey(connector.name)]: mark });
     return report(`marked: the committer applies the table's announcements again from its positions (snapshot ${read.snapshotId}) up to ${encodePositions(through)}`, after);
   }
-  const adopted = adoptPositions(table, read, c, connector.name, live);
+  const adopted = adoptPositions(table, read, c === undefined ? undefined : appliedThroughFor(c, id), connector.name, live);
   const commitId = `${commitIdPrefix(connector.name)}adopt-${createHash('sha256').update(`${table.metadata.tableUuid}:${String(read.kind === 'positions' ? read.snapshotId : read.kind)}:${encodePositions(adopted)}`).digest('hex').slice(0, 24)}`;
   const outcome = await appendFiles({ catalog: deps.catalog, store: deps.store }, id, {
     commitId,
     files: [],
     summary: { ...positionsSummary(connector.name, adopted, live), [adoptedKey(connector.name)]: encodePositions(adopted), [sourceAppliedKey(connector.name)]: encodeSourceApplied(adoptSourceApplied(table, connector.name)) },
+    branch,
     // Asserts the positions it adopted from: another commit in between means the operator decides again.
-    isCurrent: (t) => sameRead(readControlPositions(t.metadata, connector.name, live), read),
+    isCurrent: (t) => sameRead(readControlPositions(t.metadata, connector.name, live, branch), read),
   });
   if (outcome.status === 'nothing-to-commit') throw new ConfigError(`${tableName} changed while adopting (another commit landed): run the command again`);
   let after = outcome.table;
@@ -103,14 +112,14 @@ export async function runPositionsTool(deps: PositionsToolDeps, tableName: strin
   return report(`adopted: the table keeps what it holds; its positions are now ${encodePositions(adopted)}`, after);
 }
 
-/** At least everything applied before: T, C, and every snapshot of this connector on this log the table lists. */
-function adoptPositions(table: LoadedTable, read: PositionsRead, c: ConnectorPositions | undefined, connector: string, live: ControlIdentity): Map<number, bigint> {
+/** At least everything applied before: T, C (raised by R), and every snapshot of this connector on this log the table lists. */
+function adoptPositions(table: LoadedTable, read: PositionsRead, c: ReadonlyMap<number, bigint> | undefined, connector: string, live: ControlIdentity): Map<number, bigint> {
   const out = new Map<number, bigint>();
   const raise = (p: number, o: bigint): void => {
     if (o > (out.get(p) ?? -1n)) out.set(p, o);
   };
   if (read.kind === 'positions') for (const [p, o] of read.positions) raise(p, o);
-  for (const [p, e] of c ?? []) raise(p, e.offset);
+  for (const [p, o] of c ?? []) raise(p, o);
   for (const s of table.metadata.snapshots) {
     const text = s.summary[controlOffsetsKey(connector)];
     if (text === undefined || s.summary[controlTopicIdKey(connector)] !== live.controlTopicId || s.summary[kafkaClusterIdKey(connector)] !== live.clusterId) continue;

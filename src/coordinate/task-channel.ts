@@ -45,6 +45,8 @@ import type { KafkaSource, OutgoingRecord, RawRecord, TopicPartition, TopicParti
 import type { DataFile } from '../iceberg/data-file.ts';
 import type { ObjectStore } from '../upload/port.ts';
 import { controlRecordKey, encodeAnnouncement, encodeControlEvent } from './events.ts';
+import { TRIMMED_MESSAGE, trimmedFields } from './metrics-trim.ts';
+import type { MetricsTrim } from './metrics-trim.ts';
 import type { PartitionAssignment, SourceSpan, TableRef } from './events.ts';
 import { FETCH_SLACK_MS } from './watermark.ts';
 
@@ -317,8 +319,10 @@ export class TaskChannel {
     for (const p of this.partitions.values()) {
       const high = this.d.source.highWatermark(p);
       // Nothing handled and nothing committed: an empty partition (or one holding only markers) is still
-      // reported — a partition without reports holds the watermark back — at its end.
-      const next = p.next ?? p.committed ?? (high !== null && (high === 0n || (p.readTo !== undefined && p.readTo >= high)) ? high : undefined);
+      // reported — a partition without reports holds the watermark back — at its end. Not one whose
+      // records were returned but not handled (held back by the task): its end is not reached.
+      const onlyMarkers = p.readTo !== undefined && p.readTo >= (high ?? 0n) && p.returnedNext === undefined;
+      const next = p.next ?? p.committed ?? (high !== null && (high === 0n || onlyMarkers) ? high : undefined);
       if (next === undefined) continue;
       // Read to the end: every offset below the high watermark handled, or consumed with nothing in
       // between but transaction markers (the position moved past them, every returned record handled).
@@ -338,7 +342,9 @@ export class TaskChannel {
     for (const t of tables) {
       if (t.files.length === 0) continue;
       const announcement = { connector, taskId, cycleId, table: t.table, tableUuid: t.tableUuid, schemaId: t.schemaId, specId: t.specId, sourceSpans: t.spans, files: t.files };
-      for (const value of encodeAnnouncement(announcement, this.d.maxControlRecordBytes ?? DEFAULT_MAX_CONTROL_RECORD_BYTES)) out.push({ topic: controlTopic, key, value });
+      const trims: MetricsTrim[] = [];
+      for (const value of encodeAnnouncement(announcement, this.d.maxControlRecordBytes ?? DEFAULT_MAX_CONTROL_RECORD_BYTES, (trim) => trims.push(trim))) out.push({ topic: controlTopic, key, value });
+      if (trims.length > 0) this.d.log.warn(TRIMMED_MESSAGE, trimmedFields(t.table, trims));
     }
     return out;
   }

@@ -30,7 +30,7 @@
  * - field numbers are not Iceberg ids: the decoder matches proto fields to table fields by NAME.
  */
 import protobuf from 'protobufjs';
-import { ConfigError } from '../core/errors.ts';
+import { ConfigError, DataError } from '../core/errors.ts';
 import { assignFreshIds } from '../iceberg/schema.ts';
 import type { IcebergType, NestedField, Schema } from '../iceberg/types.ts';
 
@@ -63,7 +63,8 @@ export class ProtobufSchema {
     let t: PbType | undefined;
     for (const i of indexes) {
       t = list[i];
-      if (t === undefined) throw new ConfigError(`Protobuf message index path [${indexes.join(', ')}] names no message of the schema`);
+      // The path comes from the record's frame: a path the schema lacks is that record's bad bytes.
+      if (t === undefined) throw new DataError(`Protobuf message index path [${indexes.join(', ')}] names no message of the schema`, { context: { indexes: indexes.join('.') } });
       list = nestedMessages(t);
     }
     return t as PbType;

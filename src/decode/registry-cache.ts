@@ -9,13 +9,15 @@
  *   with the same id).
  * - A resolver failure (unreachable registry, an id the registry does not know yet: RetriableError from
  *   the adapter) is NOT cached: the next `prepare` asks again, and the adapter decides when an unknown id
- *   stops being retriable (registry/schema-registry.ts).
+ *   stops being retriable (registry/schema-registry.ts). It is passed on as a `SchemaUnavailableError`
+ *   (registry-port.ts), so a task can hold back just the partition of the record that needs the schema.
  * - A schema of the wrong type, or one that does not build (does not parse, does not fit the table), is
  *   cached as a failure: every record with that id fails the same way without asking again.
  *
  * Must not: do I/O itself (the resolver is the port), or know about any wire format.
  */
 import { DataError, FatalError, IcefloeError } from '../core/errors.ts';
+import { SchemaUnavailableError } from './registry-port.ts';
 import type { RegisteredSchema, SchemaResolver, SchemaType } from './registry-port.ts';
 
 export class RegistryCache<T> {
@@ -62,7 +64,13 @@ export class RegistryCache<T> {
   }
 
   private async load(id: number): Promise<T> {
-    const registered = await this.resolver.byId(id); // the adapter's failures are retriable: not cached
+    let registered: RegisteredSchema;
+    try {
+      registered = await this.resolver.byId(id); // retriable failures are not cached: the next prepare asks again
+    } catch (e) {
+      if (e instanceof IcefloeError && e.retriable) throw new SchemaUnavailableError(id, e);
+      throw e;
+    }
     try {
       if (registered.type !== this.type) throw new DataError(`schema id ${id} is ${registered.type}, not ${this.type}`, { context: { schemaId: id } });
       const ok = this.build(registered);

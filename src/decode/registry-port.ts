@@ -9,6 +9,8 @@
  * the raw answers by id too (ids are immutable in a Confluent-API registry), so that decoders for several
  * tables share one fetch.
  */
+import { RetriableError } from '../core/errors.ts';
+import type { IcefloeError } from '../core/errors.ts';
 
 export type SchemaType = 'AVRO' | 'PROTOBUF' | 'JSON';
 
@@ -65,4 +67,23 @@ export interface SchemaRegistrar {
 /** Confluent's TopicNameStrategy: the subject of a topic's values (`<topic>-value`) or keys (`<topic>-key`). */
 export function topicNameSubject(topic: string, part: 'value' | 'key' = 'value'): string {
   return `${topic}-${part}`;
+}
+
+/**
+ * A record's writer schema cannot be fetched yet: the registry does not know its id (within the grace
+ * period) or cannot be reached. Retriable, and about one record and what follows it in its partition: a
+ * sink task holds back only that partition and tries it again later (runtime/partition-holds.ts), instead
+ * of abandoning the cycle of every partition. Thrown by the registry cache (registry-cache.ts) for any
+ * retriable failure of the resolver; the resolver's own error is the cause.
+ */
+export class SchemaUnavailableError extends RetriableError {
+  readonly schemaId: number;
+  constructor(schemaId: number, cause: IcefloeError) {
+    super(cause.message, { cause, context: { ...cause.context, schemaId } });
+    this.schemaId = schemaId;
+  }
+}
+
+export function isSchemaUnavailable(error: unknown): error is SchemaUnavailableError {
+  return error instanceof SchemaUnavailableError;
 }

@@ -15,7 +15,7 @@
  * Must not: look inside a table (decoders do), or do I/O other than through the registry port.
  */
 import { createHash } from 'node:crypto';
-import { ConfigError } from '../core/errors.ts';
+import { ConfigError, DataError } from '../core/errors.ts';
 import type { Schema } from '../iceberg/types.ts';
 import { avroToIceberg } from './avro-schema.ts';
 import { ConfluentAvroDecoder } from './avro-decoder.ts';
@@ -225,6 +225,9 @@ function jsonFormat(schemasEnable: boolean, options: FormatOptions): ValueFormat
           schemasEnable && schema !== undefined ? connectSchemaToIceberg(schema, { forceOptional: options.forceOptional }) : inferIcebergSchema(payload),
         );
       } catch (e) {
+        // The Connect schema travels in the record: one that cannot be read is this record's problem
+        // (errors.tolerance decides), not the configuration's.
+        if (e instanceof ConfigError) return Promise.reject(new DataError(`the record's Connect schema cannot be used: ${e.message}`, { cause: e, context: e.context }));
         return Promise.reject(e as Error);
       }
     },

@@ -10,7 +10,9 @@
  *     manifests first and then every row of the parent's manifest list verbatim (delete manifests too),
  *     sequence number = last-sequence-number + 1, summary totals from the parent, and
  *     updates [add-snapshot, set-snapshot-ref <branch>] with requirements
- *     [assert-table-uuid, assert-ref-snapshot-id <branch> = the parent we built on].
+ *     [assert-table-uuid, assert-ref-snapshot-id <branch> = the parent we built on]. A branch that does
+ *     not exist yet is created by the commit as a fork of main's head (Java `SnapshotProducer.toBranch`):
+ *     the parent is main's head, and the requirement says the branch must still not exist (null).
  * The parent's manifest list is I/O: `parentManifestListLocation` says which file to read; the caller reads
  * it (manifest-list.ts `readManifestList`) and passes its rows in.
  *
@@ -20,7 +22,7 @@ import { FatalError } from '../core/errors.ts';
 import type { AvroCodec } from './avro.ts';
 import { addedEntries, writeManifest } from './manifest.ts';
 import { writeManifestList, type ManifestFile } from './manifest-list.ts';
-import { currentSchema, joinLocation, MAIN_BRANCH, metadataDir, refSnapshot, specById, type Snapshot, type TableMetadata } from './metadata.ts';
+import { commitBaseId, currentSchema, joinLocation, MAIN_BRANCH, metadataDir, snapshotById, specById, type Snapshot, type TableMetadata } from './metadata.ts';
 import { computeSnapshotSummary } from './summary.ts';
 import type { DataFile } from './data-file.ts';
 import type { TableRequirement, TableUpdate } from './updates.ts';
@@ -78,9 +80,21 @@ export function writeAppendManifests(input: AppendManifestsInput): AppendManifes
   return { outputs, manifests, files: input.files, snapshotId: input.snapshotId, commitUuid: input.commitUuid };
 }
 
-/** The manifest list the caller must read before `buildAppendCommit` (undefined: the branch is empty). */
+/**
+ * The manifest list the caller must read before `buildAppendCommit` (undefined: nothing to build on). For a
+ * branch that does not exist yet it is main's head's: the first commit forks the branch from main.
+ */
 export function parentManifestListLocation(base: TableMetadata, branch: string = MAIN_BRANCH): string | undefined {
-  return refSnapshot(base, branch)?.manifestList;
+  return parentOf(base, branch)?.manifestList;
+}
+
+/**
+ * The snapshot an append to `branch` builds on: the branch's head, or for a branch that does not exist yet
+ * main's head (Java `SnapshotUtil.latestSnapshot`: a new branch forks from main, keeping main's files).
+ */
+function parentOf(base: TableMetadata, branch: string): Snapshot | undefined {
+  const id = commitBaseId(base, branch);
+  return id === undefined ? undefined : snapshotById(base, id);
 }
 
 export interface AppendCommitInput {
@@ -112,8 +126,9 @@ export function buildAppendCommit(input: AppendCommitInput): AppendCommit {
   const { base, manifests: m } = input;
   const branch = input.branch ?? MAIN_BRANCH;
   const headRef = base.refs[branch];
-  const head = refSnapshot(base, branch);
-  if (headRef !== undefined && head === undefined) throw new FatalError(`branch ${branch} points at snapshot ${headRef.snapshotId}, which is not in the metadata`);
+  const baseId = commitBaseId(base, branch);
+  const head = parentOf(base, branch);
+  if (baseId !== undefined && head === undefined) throw new FatalError(`${headRef === undefined ? MAIN_BRANCH : branch} points at snapshot ${baseId}, which is not in the metadata`);
   if (headRef !== undefined && headRef.type !== 'branch') throw new FatalError(`${branch} is a tag, not a branch`);
   if (head !== undefined && input.parentManifests === undefined) {
     throw new TypeError(`branch ${branch} has snapshot ${head.snapshotId}: pass the rows of its manifest list ${head.manifestList}`);
@@ -150,7 +165,8 @@ export function buildAppendCommit(input: AppendCommitInput): AppendCommit {
     summary,
     schemaId: base.currentSchemaId,
   };
-  // Keep the branch's retention settings when moving it (Java `SnapshotRef.builderFrom`).
+  // Keep the branch's retention settings when moving it (Java `SnapshotRef.builderFrom`); a branch that
+  // does not exist yet is created by this commit, without retention settings (the table's apply).
   const ref = headRef === undefined ? { snapshotId: m.snapshotId, type: 'branch' as const } : { ...headRef, snapshotId: m.snapshotId };
   return {
     manifestList: { path, bytes: list.bytes },
@@ -161,7 +177,9 @@ export function buildAppendCommit(input: AppendCommitInput): AppendCommit {
     ],
     requirements: [
       { type: 'assert-table-uuid', uuid: base.tableUuid },
-      { type: 'assert-ref-snapshot-id', ref: branch, snapshotId: head?.snapshotId ?? null },
+      // The ref as read: a new branch asserts that it still does not exist (Java UpdateRequirements), so
+      // two first commits to it can never both land.
+      { type: 'assert-ref-snapshot-id', ref: branch, snapshotId: headRef?.snapshotId ?? null },
     ],
   };
 }

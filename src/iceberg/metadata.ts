@@ -146,6 +146,17 @@ export function refSnapshot(md: TableMetadata, ref: string = MAIN_BRANCH): Snaps
   return r === undefined ? undefined : snapshotById(md, r.snapshotId);
 }
 
+/**
+ * The id of the snapshot a commit to `branch` builds on: the branch's head; for a branch that does not
+ * exist yet, main's head, so that the first commit creates the branch as a fork of main (Java
+ * `SnapshotUtil.latestSnapshot`, which `SnapshotProducer` uses for `toBranch`). Undefined when there is
+ * nothing to build on (an empty table, or neither the branch nor main exists).
+ */
+export function commitBaseId(md: TableMetadata, branch: string = MAIN_BRANCH): bigint | undefined {
+  // Refs only: parsing adds main's ref for metadata that has a current snapshot but no refs (v1).
+  return (md.refs[branch] ?? md.refs[MAIN_BRANCH])?.snapshotId;
+}
+
 /** The current snapshot (the head of main), or undefined for an empty table. */
 export function currentSnapshot(md: TableMetadata): Snapshot | undefined {
   const main = md.refs[MAIN_BRANCH];
@@ -186,18 +197,19 @@ export interface AncestrySearch {
 /**
  * Finds the newest snapshot in a branch's ancestry whose summary carries `key` (architecture: "reads the
  * positions from the newest snapshot in the branch's ancestry that carries them"; other writers may have
- * committed snapshots without them). Reports whether the ancestry was cut short by expiry.
+ * committed snapshots without them). Reports whether the ancestry was cut short by expiry. A branch that
+ * does not exist yet is searched from where its first commit will fork (`commitBaseId`: main's head).
  */
 export function findInAncestry(md: TableMetadata, key: string, branch: string = MAIN_BRANCH): AncestrySearch {
   let scanned = 0;
   let last: Snapshot | undefined;
-  for (const s of ancestors(md, md.refs[branch]?.snapshotId)) {
+  const head = commitBaseId(md, branch);
+  for (const s of ancestors(md, head)) {
     scanned++;
     last = s;
     const value = s.summary[key];
     if (value !== undefined) return { snapshot: s, value, scanned, truncated: false };
   }
-  const head = md.refs[branch]?.snapshotId;
   const truncated = head !== undefined && (last === undefined || (last.parentSnapshotId !== undefined && snapshotById(md, last.parentSnapshotId) === undefined));
   return { scanned, truncated };
 }

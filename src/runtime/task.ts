@@ -14,12 +14,17 @@
  * Restarts: `restartable(error)` tells the worker whether a failed task may succeed as a new incarnation
  * (a broken client, an error we do not know) or ended by a decision a restart would repeat.
  *
+ * One retriable failure is a single partition's, not the cycle's: a record whose writer schema the
+ * registry cannot give yet. Its partition is held back from that record (seeked back, paused, resumed
+ * after a growing back-off: partition-holds.ts) while the other partitions are handled and committed.
+ *
  * Owns: the loop, retries, task state and metrics. Must not: decide what a record becomes (the writer)
  * or what is committed (the channel).
  */
 import type { CrashPoints } from '../core/crash-points.ts';
 import { errorMessage, FatalError, IcefloeError, RetriableError } from '../core/errors.ts';
 import { Backoff } from '../core/retry.ts';
+import type { BackoffBounds } from '../core/retry.ts';
 import type { Logger } from '../core/log.ts';
 import type { ConnectorConfig } from '../config/connector-config.ts';
 import type { ConverterKind } from '../config/converters.ts';
@@ -32,6 +37,8 @@ import { SinkWriter } from '../sink/sink-writer.ts';
 import type { WriteOutcome, WriterMetrics } from '../sink/sink-writer.ts';
 import type { ObjectStore } from '../upload/port.ts';
 import type { ValueFormat } from '../decode/value-format.ts';
+import { isSchemaUnavailable } from '../decode/registry-port.ts';
+import { PartitionHolds } from './partition-holds.ts';
 
 export interface SinkTaskDeps {
   readonly connector: ConnectorConfig;
@@ -55,6 +62,10 @@ export interface SinkTaskDeps {
   readonly nowMs?: () => number;
   /** Waits between retries (tests pass one that does not wait). */
   readonly sleep?: (ms: number) => Promise<void>;
+  /** How long a partition waits for a record's schema before it is tried again; default SCHEMA_WAIT_BACKOFF. */
+  readonly schemaWaitBackoff?: BackoffBounds;
+  /** Numbers in [0, 1) for the back-offs' jitter (tests pass a fixed one); default Math.random. */
+  readonly random?: () => number;
 }
 
 export type TaskState = 'UNASSIGNED' | 'RUNNING' | 'FAILED' | 'STOPPED';
@@ -62,12 +73,19 @@ export type TaskState = 'UNASSIGNED' | 'RUNNING' | 'FAILED' | 'STOPPED';
 export interface TaskMetrics extends WriterMetrics, ChannelMetrics {
   recordsConsumed: number;
   bytesConsumed: number;
+  /** Times a partition was paused (or its pause made longer) because a record's schema could not be fetched yet. */
+  schemaWaits: number;
 }
 
 const POLL_MAX_RECORDS = 4096;
 const MAX_POLL_WAIT_MS = 200;
 /** The wait after a failed cycle (core/retry.ts: grows with consecutive failures, with jitter). */
 const CYCLE_BACKOFF = { initialDelayMs: 200, maxDelayMs: 10_000 };
+/**
+ * A partition waiting for a record's schema: the first wait, and the longest. Shorter than the registry's
+ * unknown-id grace period (default 60 s), so a schema that appears is picked up within seconds.
+ */
+export const SCHEMA_WAIT_BACKOFF: BackoffBounds = { initialDelayMs: 500, maxDelayMs: 10_000 };
 
 /**
  * Whether a task that ended with `error` may succeed as a new incarnation with new clients: anything not
@@ -94,6 +112,7 @@ export class SinkTask {
   private readonly channel: TaskChannel;
   private readonly consumed = { recordsConsumed: 0, bytesConsumed: 0 };
   private readonly backoff = new Backoff(CYCLE_BACKOFF);
+  private readonly holds: PartitionHolds;
   private stopping = false;
   /** Set by `fail()`: the worker failed the connector (a table stopped); the loop ends with it. */
   private failure: FatalError | undefined;
@@ -134,10 +153,12 @@ export class SinkTask {
       ...(deps.maxControlRecordBytes === undefined ? {} : { maxControlRecordBytes: deps.maxControlRecordBytes }),
       ...(deps.onAnnounced === undefined ? {} : { onAnnounced: deps.onAnnounced }),
     });
+    const waitBounds = deps.schemaWaitBackoff ?? SCHEMA_WAIT_BACKOFF;
+    this.holds = new PartitionHolds({ source: deps.source, log: this.log, now: this.now, backoff: () => new Backoff(waitBounds, deps.random) });
   }
 
   get metrics(): TaskMetrics {
-    return { ...this.consumed, ...this.writer.metrics, ...this.channel.metrics };
+    return { ...this.consumed, ...this.writer.metrics, ...this.channel.metrics, schemaWaits: this.holds.waits };
   }
 
   /** Asks the loop to finish: the last cycle is committed when the consumer leaves the group. */
@@ -161,8 +182,8 @@ export class SinkTask {
       await this.register();
       const subscription = connector.topics.kind === 'list' ? { kind: 'list' as const, topics: connector.topics.topics } : { kind: 'regex' as const, pattern: connector.topics.pattern };
       await source.subscribe(subscription, {
-        onAssigned: (tps) => this.channel.onAssigned(tps),
-        onRevoked: (tps, info) => this.channel.onRevoked(tps, info.lost),
+        onAssigned: (tps) => (this.holds.forget(tps), this.channel.onAssigned(tps)),
+        onRevoked: (tps, info) => this.channel.onRevoked(tps, info.lost).finally(() => this.holds.forget(tps)),
       });
       this.state = 'RUNNING';
       this.log.info('task started', { transactionalId: producer.transactionalId, group: source.groupId });
@@ -193,18 +214,32 @@ export class SinkTask {
     }
   }
 
-  /** One poll: rewind if a cycle was abandoned, hand every record to the writer, end the cycle when due. */
+  /**
+   * One poll: rewind if a cycle was abandoned, resume held partitions whose wait is over, hand every
+   * record to the writer (but those of held partitions), end the cycle when due.
+   */
   private async pollOnce(): Promise<void> {
-    const { channel } = this;
-    if (channel.needsRewind) await channel.rewind();
-    const waitMs = Math.max(1, Math.min(MAX_POLL_WAIT_MS, channel.deadline() - this.now()));
+    const { channel, holds } = this;
+    if (channel.needsRewind) {
+      await channel.rewind();
+      holds.afterRewind();
+    }
+    holds.resumeDue();
+    const waitMs = Math.max(1, Math.min(MAX_POLL_WAIT_MS, channel.deadline() - this.now(), holds.msToNextResume()));
     const startedMs = this.now();
     const batch = await this.d.source.poll({ maxRecords: POLL_MAX_RECORDS, timeoutMs: waitMs });
     if (channel.needsRewind) return; // the batch was read past an abandoned cycle: re-read instead
     channel.polled(batch, startedMs);
     for (const r of batch) {
-      const pending = this.handle(r);
-      if (pending !== undefined) await pending;
+      if (holds.active && holds.blocks(r)) continue; // read again once the partition resumes
+      try {
+        const pending = this.handle(r);
+        if (pending !== undefined) await pending;
+      } catch (e) {
+        // Only this record's partition waits for its schema; any other failure is the cycle's.
+        if (!isSchemaUnavailable(e)) throw e;
+        if (!channel.needsRewind) await holds.hold(r, e);
+      }
       if (channel.needsRewind) return;
     }
     if (channel.due()) {
@@ -230,7 +265,9 @@ export class SinkTask {
   }
 
   private settle(r: RawRecord, outcome: WriteOutcome): void {
-    if (outcome !== 'abandoned') this.channel.handled(r, outcome === 'written');
+    if (outcome === 'abandoned') return;
+    this.channel.handled(r, outcome === 'written');
+    if (this.holds.active) this.holds.handled(r, outcome);
   }
 
   /**

@@ -15,9 +15,18 @@
  *   loads it again and compares its UUID): the cycle is abandoned and re-read into the table as it is now.
  * - A table that does not exist (auto-create off) with icefloe.tables.unrouted=skip is skipped for
  *   that table only, counted per table; the record's other tables still get it.
- * - A deterministic problem with a record (bad bytes, a value that does not fit, a record routed
- *   nowhere) fails the task with the record's coordinates, or — by configuration — is skipped and
- *   counted. Infrastructure errors are thrown to the task loop, which retries the cycle.
+ * - A deterministic problem with a record (bad bytes however malformed — not framed, truncated, empty —,
+ *   a value that does not fit, a record routed nowhere) fails the task with the record's coordinates
+ *   and what is wrong, or — by configuration — is skipped and counted. Every step of a record's way is
+ *   under that rule, the first look at its bytes (its schema key) included. Infrastructure errors are
+ *   thrown to the task loop, which retries the cycle; a schema the registry cannot give yet
+ *   (`SchemaUnavailableError`) is thrown too, and the task holds back that record's partition.
+ * - errors.tolerance=all with several tables: a record that fails for one table (a value that does not
+ *   fit that table) still goes to the tables it fits, as a missing table's copy does; the failed copy is
+ *   counted (`tableCopiesFailed`) and logged with the table (errors.log.enable). A record that fits none
+ *   of its tables is skipped as a whole (`errorsSkipped`).
+ * - Every skip is counted (and logged) once per Kafka coordinates, however often the record is read
+ *   again after an abandoned cycle (skip-ledger.ts).
  *
  * Owns: the tables a task writes, routing and error tolerance per record. Must not: touch Kafka offsets
  * or transactions (the channel does).
@@ -41,6 +50,8 @@ import type { DataFileWriter } from '../write/index.ts';
 import type { ValueFormat } from '../decode/value-format.ts';
 import { RecordProbe } from '../decode/record-probe.ts';
 import type { ProbeField } from '../decode/record-probe.ts';
+import { SkipLedger } from './skip-ledger.ts';
+import type { SkipKind } from './skip-ledger.ts';
 import { TableSink, withMetadataFields } from './table-sink.ts';
 
 export interface SinkWriterDeps {
@@ -69,9 +80,11 @@ export interface SinkWriterDeps {
  */
 export type WriteOutcome = 'written' | 'skipped' | 'abandoned';
 
+/** Each skip counted once per Kafka coordinates (skip-ledger.ts), however often the record is read again. */
 export interface WriterMetrics {
   recordsWritten: number;
   tombstonesSkipped: number;
+  /** Records written to no table because of a data error (errors.tolerance=all). */
   errorsSkipped: number;
   unroutedSkipped: number;
   /**
@@ -79,10 +92,24 @@ export interface WriterMetrics {
    * icefloe.tables.unrouted=skip); the record still goes to its other tables.
    */
   tableCopiesSkipped: number;
+  /**
+   * Copies of records not written to one of their tables because of a data error for that table
+   * (errors.tolerance=all); the record is in its other tables.
+   */
+  tableCopiesFailed: number;
 }
 
+/** The metric each kind of skip counts in. */
+const SKIP_METRIC: Readonly<Record<SkipKind, keyof WriterMetrics>> = {
+  tombstone: 'tombstonesSkipped',
+  error: 'errorsSkipped',
+  unrouted: 'unroutedSkipped',
+  'table-copy-skipped': 'tableCopiesSkipped',
+  'table-copy-failed': 'tableCopiesFailed',
+};
+
 export class SinkWriter implements CycleWriter {
-  readonly metrics: WriterMetrics = { recordsWritten: 0, tombstonesSkipped: 0, errorsSkipped: 0, unroutedSkipped: 0, tableCopiesSkipped: 0 };
+  readonly metrics: WriterMetrics = { recordsWritten: 0, tombstonesSkipped: 0, errorsSkipped: 0, unroutedSkipped: 0, tableCopiesSkipped: 0, tableCopiesFailed: 0 };
   private readonly d: SinkWriterDeps;
   private readonly log: Logger;
   private readonly router: Router;
@@ -97,6 +124,7 @@ export class SinkWriter implements CycleWriter {
   private tableSet = 0;
   /** Tables found missing this cycle (unrouted=skip): looked up again next cycle, not for every record. */
   private readonly absent = new Set<string>();
+  private readonly skips = new SkipLedger();
 
   constructor(deps: SinkWriterDeps) {
     this.d = deps;
@@ -112,37 +140,37 @@ export class SinkWriter implements CycleWriter {
     const msg = r.value;
     if (msg === null) {
       // A tombstone has no row to append (the Apache sink ignores them too); it is consumed and counted.
-      this.metrics.tombstonesSkipped++;
-      return 'skipped';
+      return this.skipped('tombstone', r);
     }
     let tables: readonly string[];
     let probe: RecordProbe | undefined;
+    // Everything that looks at the record's bytes is inside: a value that is not even framed fails here
+    // first (the schema key reads the frame), and must follow errors.tolerance like any bad record.
     try {
       const probed = this.probe(msg);
       if (probed instanceof Promise) return probed.then(() => this.write(r), (e: unknown) => this.dataError(e, r));
       probe = probed;
       const route = this.router.route(probe?.routeValue() ?? null, r.topic, r.partition, r.offset);
       if (route.kind === 'fail') throw route.error;
-      if (route.kind === 'skip') {
-        this.metrics.unroutedSkipped++;
-        return 'skipped';
-      }
+      if (route.kind === 'skip') return this.skipped('unrouted', r);
       tables = route.tables;
       if (this.absent.size > 0 && tables.some((t) => this.absent.has(t))) {
         tables = this.withoutAbsent(r, tables);
-        if (tables.length === 0) {
-          this.metrics.unroutedSkipped++;
-          return 'skipped';
+        if (tables.length === 0) return this.skipped('unrouted', r);
+      }
+      // Fast path: every table open, the writer schema already accepted, nothing to fetch.
+      const key = this.d.format.schemaKey(msg);
+      for (const t of tables) {
+        const sink = this.sinks.get(t);
+        if (sink === undefined || !sink.acceptedSchemaKeys.has(key)) return this.writeSlow(r, tables, probe);
+        const pending = sink.prepare(msg);
+        if (pending !== undefined) {
+          pending.catch(() => undefined); // the slow path asks again and handles the outcome
+          return this.writeSlow(r, tables, probe);
         }
       }
     } catch (e) {
       return this.dataError(e, r);
-    }
-    // Fast path: every table open, the writer schema already accepted, nothing to fetch.
-    const key = this.d.format.schemaKey(msg);
-    for (const t of tables) {
-      const sink = this.sinks.get(t);
-      if (sink === undefined || !sink.acceptedSchemaKeys.has(key) || sink.prepare(msg) !== undefined) return this.writeSlow(r, tables, probe);
     }
     return this.appendAll(r, tables, probe);
   }
@@ -209,7 +237,7 @@ export class SinkWriter implements CycleWriter {
           const outcome = this.router.unknownTable(t, null, r.topic, r.partition, r.offset);
           if (outcome.kind === 'fail') throw outcome.error;
           this.markAbsent(t);
-          this.metrics.tableCopiesSkipped++;
+          this.skipped('table-copy-skipped', r, t);
           continue;
         }
         const accepted = await this.acceptSchema(t, sink, msg);
@@ -218,10 +246,7 @@ export class SinkWriter implements CycleWriter {
         await sink.prepare(msg);
         present.push(t);
       }
-      if (present.length === 0) {
-        this.metrics.unroutedSkipped++;
-        return 'skipped';
-      }
+      if (present.length === 0) return this.skipped('unrouted', r);
       // A table opened or evolved for this record: the probe planned for the new table set reads it again.
       if (this.tableSet !== tableSet) probe = await this.probeReady(msg);
     } catch (e) {
@@ -241,7 +266,7 @@ export class SinkWriter implements CycleWriter {
       }
       const outcome = this.router.unknownTable(t, null, r.topic, r.partition, r.offset);
       if (outcome.kind === 'fail') throw outcome.error;
-      this.metrics.tableCopiesSkipped++;
+      this.skipped('table-copy-skipped', r, t);
     }
     return kept;
   }
@@ -252,15 +277,27 @@ export class SinkWriter implements CycleWriter {
     this.log.warn('table does not exist: records routed to it are skipped for it and written to their other tables (icefloe.tables.unrouted=skip); looked up again next cycle', { table });
   }
 
+  /**
+   * Appends the record to each of its tables. A data error for one table is that table's (the decoder
+   * rolled the partial row back): with errors.tolerance=all the record still goes to the others.
+   */
   private appendAll(r: RawRecord, tables: readonly string[], probe: RecordProbe | undefined): WriteOutcome | Promise<WriteOutcome> {
     let flushes: DataFileWriter[] | undefined;
-    try {
-      for (const t of tables) {
+    let failed: { readonly table: string; readonly error: DataError }[] | undefined;
+    for (const t of tables) {
+      try {
         const w = (this.sinks.get(t) as TableSink).append(r, probe?.viewOf(t));
         if (w !== undefined) (flushes ??= []).push(w);
+      } catch (e) {
+        // Not tolerated: the task fails now (its cycle, this record's other copies included, is abandoned).
+        if (!(e instanceof DataError) || this.d.connector.errors.tolerance !== 'all') return this.dataError(e, r, tables.length > 1 ? t : undefined);
+        (failed ??= []).push({ table: t, error: e });
       }
-    } catch (e) {
-      return this.dataError(e, r);
+    }
+    if (failed !== undefined) {
+      const first = failed[0] as { table: string; error: DataError };
+      if (failed.length === tables.length) return this.dataError(first.error, r, tables.length > 1 ? failed.map((f) => f.table).join(', ') : undefined);
+      for (const f of failed) this.copyFailed(r, f.table, f.error);
     }
     this.metrics.recordsWritten++;
     if (flushes === undefined) return 'written';
@@ -270,16 +307,40 @@ export class SinkWriter implements CycleWriter {
     })();
   }
 
-  /** A deterministic problem with this record: fail the task, or (errors.tolerance=all) skip and count it. */
-  private dataError(e: unknown, r: RawRecord): WriteOutcome {
-    if (!(e instanceof DataError) || this.d.connector.errors.tolerance !== 'all') {
-      if (e instanceof DataError) {
-        throw new DataError(`record ${r.topic}-${r.partition}@${r.offset}: ${e.message}`, { cause: e, context: { ...e.context, topic: r.topic, partition: r.partition, offset: r.offset.toString() } });
-      }
-      throw e;
+  /**
+   * A deterministic problem with this record (for `table`, when only some of its tables are concerned):
+   * fail the task naming the record's coordinates, or (errors.tolerance=all) skip and count it.
+   */
+  private dataError(e: unknown, r: RawRecord, table?: string): WriteOutcome {
+    if (!(e instanceof DataError)) throw e;
+    if (this.d.connector.errors.tolerance !== 'all') {
+      const forTable = table === undefined ? '' : ` (table ${table})`;
+      throw new DataError(`record ${r.topic}-${r.partition}@${r.offset}${forTable}: ${e.message}`, {
+        cause: e,
+        context: { ...e.context, topic: r.topic, partition: r.partition, offset: r.offset.toString(), ...(table === undefined ? {} : { table }) },
+      });
     }
-    this.metrics.errorsSkipped++;
-    if (this.d.connector.errors.logEnable) this.log.warn('record skipped (errors.tolerance=all)', { topic: r.topic, partition: r.partition, offset: r.offset.toString(), error: e.message });
+    if (this.skips.first('error', r)) {
+      this.metrics.errorsSkipped++;
+      if (this.d.connector.errors.logEnable) {
+        this.log.warn('record skipped (errors.tolerance=all)', { topic: r.topic, partition: r.partition, offset: r.offset.toString(), ...(table === undefined ? {} : { tables: table }), error: e.message });
+      }
+    }
+    return 'skipped';
+  }
+
+  /** errors.tolerance=all: the record is in its other tables, not in `table`; counted (and logged) once. */
+  private copyFailed(r: RawRecord, table: string, e: DataError): void {
+    if (!this.skips.first('table-copy-failed', r, table)) return;
+    this.metrics.tableCopiesFailed++;
+    if (this.d.connector.errors.logEnable) {
+      this.log.warn('record not written to one of its tables (errors.tolerance=all); its other tables have it', { table, topic: r.topic, partition: r.partition, offset: r.offset.toString(), error: e.message });
+    }
+  }
+
+  /** A skip by configuration, counted once per coordinates (and table) however often the record is read. */
+  private skipped(kind: SkipKind, r: RawRecord, table?: string): 'skipped' {
+    if (this.skips.first(kind, r, table)) this.metrics[SKIP_METRIC[kind]]++;
     return 'skipped';
   }
 

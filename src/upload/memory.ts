@@ -57,13 +57,21 @@ export class MemoryObjectStore implements ObjectStore {
     return { location, size: entry.bytes.byteLength, lastModifiedMs: entry.lastModifiedMs, etag: entry.etag };
   }
 
+  /** Holds the whole object until its last chunk (reported through `onHeldBytes`, as S3 does below its multipart threshold). */
   async putStream(location: string, chunks: ByteChunks, options: PutOptions = {}): Promise<ObjectInfo> {
     const parts: Uint8Array[] = [];
-    for await (const c of iterateChunks(chunks)) {
-      options.signal?.throwIfAborted();
-      parts.push(c.slice());
+    let held = 0;
+    try {
+      for await (const c of iterateChunks(chunks)) {
+        options.signal?.throwIfAborted();
+        parts.push(c.slice());
+        held += c.byteLength;
+        if (c.byteLength > 0) options.onHeldBytes?.(held);
+      }
+      return await this.put(location, concatBytes(parts), options);
+    } finally {
+      if (held > 0) options.onHeldBytes?.(0);
     }
-    return this.put(location, concatBytes(parts), options);
   }
 
   async get(location: string, options: GetOptions = {}): Promise<Uint8Array> {

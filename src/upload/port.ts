@@ -26,6 +26,17 @@ export interface PutOptions {
   readonly contentType?: string;
   /** Cancels the put; a multipart upload in progress is aborted. */
   readonly signal?: AbortSignal;
+  /**
+   * putStream: called whenever the bytes of this put the store holds in memory and has not stored yet
+   * change (queued chunks, parts in flight), and with 0 when it ends, so a memory budget can count them.
+   * A store that writes each chunk through holds nothing and may never call it.
+   */
+  readonly onHeldBytes?: (bytes: number) => void;
+  /**
+   * putStream: the caller hands each chunk over (it never touches it again), so the store may keep it
+   * without a copy. Without it a store copies what it keeps (a producer may reuse its buffer).
+   */
+  readonly chunksHandedOver?: boolean;
 }
 
 /** A byte range: `{start, end}` (end exclusive, default: to the end) or the last `suffix` bytes. */

@@ -17,6 +17,14 @@
  *                                           bounds JS and wasm memory per writer
  *   icefloe.write.row-group-rows            cap on rows per row group (default 1,000,000)
  *   icefloe.write.parquet.statistics        footer statistics: none | chunk | page (default page)
+ *   icefloe.write.metadata.metrics.uuid-bounds  true: uuid columns get bounds (manifest lower/upper bounds
+ *                                           and Parquet statistics) like other columns; default false:
+ *                                           value and null counts only. Java Iceberg compares uuids as
+ *                                           two signed longs (apache/iceberg#14216), not as the unsigned
+ *                                           bytes the spec and Parquet order them by, so Spark, Trino
+ *                                           and Flink prune files and row groups that hold matching
+ *                                           rows whenever a file's uuids straddle 80000000-…: without
+ *                                           bounds they cannot prune, and never miss a row.
  */
 import { ConfigError } from '../core/errors.ts';
 import type { ColumnLayout, LayoutNode } from './layout.ts';
@@ -39,7 +47,11 @@ export interface WriteConfig {
   readonly metricsDefault: MetricsMode;
   /** By dotted column name (`address.city`). */
   readonly metricsColumns: ReadonlyMap<string, MetricsMode>;
+  /** icefloe.write.metadata.metrics.uuid-bounds: bounds and Parquet statistics for uuid columns. */
+  readonly uuidBounds: boolean;
 }
+
+export const UUID_BOUNDS_KEY = 'icefloe.write.metadata.metrics.uuid-bounds';
 
 export const DEFAULT_WRITE_CONFIG: WriteConfig = {
   targetFileSizeBytes: 128 * MiB,
@@ -52,6 +64,7 @@ export const DEFAULT_WRITE_CONFIG: WriteConfig = {
   statistics: 'page',
   metricsDefault: DEFAULT_METRICS_MODE,
   metricsColumns: new Map(),
+  uuidBounds: false,
 };
 
 const IGNORED = ['write.parquet.compression-level', 'write.parquet.page-row-limit'];
@@ -75,6 +88,10 @@ export function resolveWriteConfig(props: Readonly<Record<string, string>> = {})
   if (stats !== undefined && stats !== 'none' && stats !== 'chunk' && stats !== 'page') {
     throw new ConfigError(`icefloe.write.parquet.statistics must be none, chunk or page, got ${JSON.stringify(stats)}`);
   }
+  const uuidBounds = props[UUID_BOUNDS_KEY]?.trim().toLowerCase();
+  if (uuidBounds !== undefined && uuidBounds !== 'true' && uuidBounds !== 'false') {
+    throw new ConfigError(`${UUID_BOUNDS_KEY} must be true or false, got ${JSON.stringify(props[UUID_BOUNDS_KEY])}`, { context: { key: UUID_BOUNDS_KEY } });
+  }
   const metricsDefault = props['write.metadata.metrics.default'];
   const codec = props['write.parquet.compression-codec'];
   const config: WriteConfig = {
@@ -88,13 +105,30 @@ export function resolveWriteConfig(props: Readonly<Record<string, string>> = {})
     statistics: stats ?? DEFAULT_WRITE_CONFIG.statistics,
     metricsDefault: metricsDefault === undefined ? DEFAULT_WRITE_CONFIG.metricsDefault : parseMetricsMode(metricsDefault),
     metricsColumns,
+    uuidBounds: uuidBounds === 'true',
   };
   return { config, ignored: IGNORED.filter((k) => props[k] !== undefined) };
 }
 
-/** The metrics mode of a leaf: its own column setting, else the table default. */
+/** The metrics mode of a leaf: its own column setting, else the table default; a uuid's at most counts unless uuid bounds are on. */
 export function metricsModeOf(config: WriteConfig, node: LayoutNode): MetricsMode {
-  return config.metricsColumns.get(node.path) ?? config.metricsDefault;
+  const mode = config.metricsColumns.get(node.path) ?? config.metricsDefault;
+  return node.type.kind === 'uuid' && !config.uuidBounds && mode.kind !== 'none' ? COUNTS : mode;
+}
+
+const COUNTS: MetricsMode = { kind: 'counts' };
+
+/**
+ * The Parquet statistics of a file: the configured level, with none for uuid columns unless uuid bounds
+ * are on (Java's row-group filter misreads them like manifest bounds). parquet-wasm can name only
+ * top-level columns (its column path is one string), so a uuid inside a struct turns statistics off for
+ * the whole file; a uuid under a list or map cannot be filtered on, so its statistics stay.
+ */
+export function parquetStatistics(config: WriteConfig, layout: ColumnLayout): { statistics: ParquetStatistics; offColumns: readonly string[] } {
+  if (config.uuidBounds || config.statistics === 'none') return { statistics: config.statistics, offColumns: [] };
+  const uuids = layout.leaves.filter((n) => n.type.kind === 'uuid' && !n.inRepeated);
+  if (uuids.some((n) => n.path !== n.name)) return { statistics: 'none', offColumns: [] };
+  return { statistics: config.statistics, offColumns: uuids.map((n) => n.name) };
 }
 
 /** Column names in `write.metadata.metrics.column.*` that name no column of the layout. */

@@ -5,11 +5,12 @@
  * Reads: schema elements (name, field_id, children, logical type present, byte position), row groups
  * (rows, start offset for split_offsets) and column chunks (path, compressed size for column_sizes,
  * page types from encoding_stats to check for V1 pages).
- * Edits: adds the UUID logical type to the FIXED_LEN_BYTE_ARRAY(16) elements of Iceberg uuid columns.
- * arrow-rs writes it only for the `arrow.uuid` extension type, which parquet-wasm 0.8.0 does not enable;
- * Iceberg (spec Appendix A) and Java write `fixed_len_byte_array(16)` annotated UUID. Inserting a field
- * into a SchemaElement moves no offset the footer holds (they all point before it), so only the footer
- * length in the trailer changes.
+ * Edits (`editFooter`): adds the UUID logical type to the FIXED_LEN_BYTE_ARRAY(16) elements of Iceberg
+ * uuid columns (arrow-rs writes it only for the `arrow.uuid` extension type, which parquet-wasm 0.8.0 does
+ * not enable; Iceberg (spec Appendix A) and Java write `fixed_len_byte_array(16)` annotated UUID); sets a
+ * decimal element's declared precision and replaces a key/value entry (decimal(1, s), see layout.ts).
+ * Changing bytes inside the footer moves no offset the footer holds (they all point before it), so only
+ * the footer length in the trailer changes.
  *
  * Why not hyparquet: it is a test-only dependency here; this reader is ~200 lines and the tests compare
  * it with hyparquet on every file they write.
@@ -43,9 +44,25 @@ export interface FooterSchemaElement {
   readonly numChildren: number | undefined;
   readonly fieldId: number | undefined;
   readonly hasLogicalType: boolean;
+  /** Decimal precision as the element declares it (converted-type field 8), when it has one. */
+  readonly precision: number | undefined;
+  /** Spans (within the footer bytes) of the precision varints: field 8, and the DECIMAL logical type's. */
+  readonly precisionSpans: readonly Span[];
   /** Offset of the element's STOP byte within the footer bytes, and the id of its last field (for edits). */
   readonly stopAt: number;
   readonly lastFieldId: number;
+}
+
+/** A byte range [start, end) within the footer bytes. */
+export interface Span {
+  readonly start: number;
+  readonly end: number;
+}
+
+/** One key/value entry of the file's metadata, with the span of its value (length varint and bytes). */
+export interface FooterKeyValue {
+  readonly key: string;
+  readonly valueSpan: Span | undefined;
 }
 
 export interface FooterColumn {
@@ -69,6 +86,7 @@ export interface ParsedFooter {
   readonly numRows: number;
   readonly schema: readonly FooterSchemaElement[];
   readonly rowGroups: readonly FooterRowGroup[];
+  readonly keyValues: readonly FooterKeyValue[];
 }
 
 function corrupt(what: string): FatalError {
@@ -216,20 +234,52 @@ function readSchemaElement(r: CompactReader): FooterSchemaElement {
   let numChildren: number | undefined;
   let fieldId: number | undefined;
   let hasLogicalType = false;
+  let precision: number | undefined;
+  const precisionSpans: Span[] = [];
   const { stopAt, lastId } = r.struct((id, t) => {
     if (id === 1 && t === T_I32) type = r.zigzag();
     else if (id === 2 && t === T_I32) typeLength = r.zigzag();
     else if (id === 3 && t === T_I32) repetition = r.zigzag();
     else if (id === 4 && t === T_BINARY) name = r.string();
     else if (id === 5 && t === T_I32) numChildren = r.zigzag();
-    else if (id === 9 && t === T_I32) fieldId = r.zigzag();
-    else if (id === 10) {
+    else if (id === 8 && t === T_I32) {
+      const start = r.pos;
+      precision = r.zigzag();
+      precisionSpans.push({ start, end: r.pos });
+    } else if (id === 9 && t === T_I32) fieldId = r.zigzag();
+    else if (id === 10 && t === T_STRUCT) {
       hasLogicalType = true;
-      return false;
+      // LogicalType is a union; member 5 is DecimalType {1: scale, 2: precision}.
+      r.struct((member, mt) => {
+        if (member !== 5 || mt !== T_STRUCT) return false;
+        r.struct((fid, ft) => {
+          if (fid !== 2 || ft !== T_I32) return false;
+          const start = r.pos;
+          r.zigzag();
+          precisionSpans.push({ start, end: r.pos });
+          return true;
+        });
+        return true;
+      });
     } else return false;
     return true;
   });
-  return { name, type, typeLength, repetition, numChildren, fieldId, hasLogicalType, stopAt, lastFieldId: lastId };
+  return { name, type, typeLength, repetition, numChildren, fieldId, hasLogicalType, precision, precisionSpans, stopAt, lastFieldId: lastId };
+}
+
+function readKeyValue(r: CompactReader): FooterKeyValue {
+  let key = '';
+  let valueSpan: Span | undefined;
+  r.struct((id, t) => {
+    if (id === 1 && t === T_BINARY) key = r.string();
+    else if (id === 2 && t === T_BINARY) {
+      const start = r.pos;
+      r.binary();
+      valueSpan = { start, end: r.pos };
+    } else return false;
+    return true;
+  });
+  return { key, valueSpan };
 }
 
 function readColumnMeta(r: CompactReader): FooterColumn {
@@ -295,15 +345,17 @@ export function parseFooter(footer: Uint8Array): ParsedFooter {
   const r = new CompactReader(footer);
   let schema: FooterSchemaElement[] = [];
   let rowGroups: FooterRowGroup[] = [];
+  let keyValues: FooterKeyValue[] = [];
   let numRows = 0;
   r.struct((id, t) => {
     if (id === 2 && t === T_LIST) schema = r.listOf(() => readSchemaElement(r));
     else if (id === 3 && t === T_I64) numRows = r.zigzag();
     else if (id === 4 && t === T_LIST) rowGroups = r.listOf(() => readRowGroup(r));
+    else if (id === 5 && t === T_LIST) keyValues = r.listOf(() => readKeyValue(r));
     else return false;
     return true;
   });
-  return { numRows, schema, rowGroups };
+  return { numRows, schema, rowGroups, keyValues };
 }
 
 /** Where the footer sits in the last bytes of a file: [footer][u32 length]["PAR1"]. */
@@ -326,12 +378,16 @@ export function rowGroupStart(rg: FooterRowGroup): number {
   return d !== undefined && d > 0 && d < first.dataPageOffset ? d : first.dataPageOffset;
 }
 
-/**
- * Returns `tail` with the UUID logical type added to the schema elements at `elementIndexes` (indexes
- * into the footer's schema list, root = 0) and the trailer's footer length updated.
- */
-export function addUuidLogicalTypes(tail: Uint8Array, footerStart: number, schema: readonly FooterSchemaElement[], elementIndexes: readonly number[]): Uint8Array {
-  const edits: { at: number; bytes: number[] }[] = [];
+/** A change to the footer bytes: `remove` bytes at `at` (an offset within the footer) replaced by `bytes`. */
+export interface FooterEdit {
+  readonly at: number;
+  readonly remove: number;
+  readonly bytes: readonly number[] | Uint8Array;
+}
+
+/** The edits adding the UUID logical type to the schema elements at `elementIndexes` (root = 0) that lack one. */
+export function uuidLogicalTypeEdits(schema: readonly FooterSchemaElement[], elementIndexes: readonly number[]): FooterEdit[] {
+  const edits: FooterEdit[] = [];
   for (const i of elementIndexes) {
     const e = schema[i];
     if (e === undefined) throw corrupt(`no schema element ${i}`);
@@ -339,20 +395,60 @@ export function addUuidLogicalTypes(tail: Uint8Array, footerStart: number, schem
     const delta = 10 - e.lastFieldId;
     // Field 10 (logicalType, a union struct) holding field 14 (UUIDType, an empty struct).
     const header = delta > 0 && delta <= 15 ? [(delta << 4) | T_STRUCT] : [T_STRUCT, 20 /* zigzag(10) */];
-    edits.push({ at: footerStart + e.stopAt, bytes: [...header, (14 << 4) | T_STRUCT, T_STOP, T_STOP] });
+    edits.push({ at: e.stopAt, remove: 0, bytes: [...header, (14 << 4) | T_STRUCT, T_STOP, T_STOP] });
   }
+  return edits;
+}
+
+function varint(n: number): number[] {
+  const out: number[] = [];
+  let v = n;
+  while (v >= 0x80) {
+    out.push((v % 0x80) | 0x80);
+    v = Math.floor(v / 0x80);
+  }
+  out.push(v);
+  return out;
+}
+
+/** The edits setting the decimal precision (converted type and logical type) of schema element `index`. */
+export function decimalPrecisionEdits(schema: readonly FooterSchemaElement[], index: number, precision: number): FooterEdit[] {
+  const e = schema[index];
+  if (e === undefined || e.precisionSpans.length === 0) throw corrupt(`schema element ${index} declares no decimal precision`);
+  return e.precisionSpans.map((s) => ({ at: s.start, remove: s.end - s.start, bytes: varint(precision * 2) /* zigzag */ }));
+}
+
+/** The edit replacing the value of key/value entry `key` (which must exist) by `value`. */
+export function keyValueEdit(footer: ParsedFooter, key: string, value: string): FooterEdit {
+  const span = footer.keyValues.find((kv) => kv.key === key)?.valueSpan;
+  if (span === undefined) throw corrupt(`no key/value entry ${key}`);
+  const bytes = new TextEncoder().encode(value);
+  const out = new Uint8Array(varint(bytes.length).length + bytes.length);
+  out.set(varint(bytes.length));
+  out.set(bytes, out.length - bytes.length);
+  return { at: span.start, remove: span.end - span.start, bytes: out };
+}
+
+/**
+ * Returns `tail` (the last bytes of a file: footer, length, `PAR1`) with `edits` applied to the footer
+ * that starts at `footerStart`, and the trailer's footer length updated. Every offset the footer holds
+ * points before it, so no other byte changes. Edits must not overlap. No edits: `tail` itself.
+ */
+export function editFooter(tail: Uint8Array, footerStart: number, edits: readonly FooterEdit[]): Uint8Array {
   if (edits.length === 0) return tail;
-  edits.sort((a, b) => a.at - b.at);
-  const added = edits.reduce((s, e) => s + e.bytes.length, 0);
+  const sorted = [...edits].sort((a, b) => a.at - b.at);
+  const added = sorted.reduce((s, e) => s + e.bytes.length - e.remove, 0);
   const out = new Uint8Array(tail.length + added);
   let from = 0;
   let to = 0;
-  for (const e of edits) {
-    out.set(tail.subarray(from, e.at), to);
-    to += e.at - from;
+  for (const e of sorted) {
+    const at = footerStart + e.at;
+    if (at < from) throw corrupt('overlapping footer edits');
+    out.set(tail.subarray(from, at), to);
+    to += at - from;
     out.set(e.bytes, to);
     to += e.bytes.length;
-    from = e.at;
+    from = at + e.remove;
   }
   out.set(tail.subarray(from), to);
   const footerLength = out.length - 8 - footerStart;

@@ -12,6 +12,12 @@
  * timestamptz→Timestamp(µs,"UTC") (isAdjustedToUTC=true), the _ns variants likewise in ns,
  * string→Utf8 (never LargeUtf8), binary→Binary, fixed(L)→FixedSizeBinary(L), uuid→FixedSizeBinary(16)
  * (the footer is patched to carry the UUID logical type, parquet.ts), struct/list/map nested.
+ *
+ * Decimal physical types: arrow-rs picks INT32 for precision 2-9, INT64 for 10-18 and the minimal
+ * FIXED_LEN_BYTE_ARRAY above (as the Parquet spec and Java Iceberg do), but INT64 for precision 1 (its
+ * rule is `precision > 1 && precision <= 9`). So decimal(1, S) is handed to the encoder as
+ * Decimal128(2, S): INT32, values unchanged; the footer is then patched back to precision 1
+ * (`ExpectedElement.declaredPrecision`, and ARROW:schema from `declaredArrowSchema`).
  */
 import * as arrow from 'apache-arrow';
 import { ConfigError } from '../core/errors.ts';
@@ -41,6 +47,8 @@ export interface ExpectedElement {
   readonly name: string;
   readonly fieldId: number | undefined;
   readonly numChildren: number;
+  /** A decimal whose footer precision must be patched to this (the encoder was given a wider one). */
+  readonly declaredPrecision?: number;
 }
 
 export interface ColumnLayout {
@@ -54,7 +62,12 @@ export interface ColumnLayout {
   readonly byPath: ReadonlyMap<string, LayoutNode>;
   /** Footer schema elements after the root, depth-first: ids where Iceberg has them, none on `list`/`key_value`. */
   readonly expectedElements: readonly ExpectedElement[];
+  /** The Arrow schema with the Iceberg types as declared, when the encoder's differs (decimal(1, S)). */
+  readonly declaredArrowSchema: arrow.Schema | undefined;
 }
+
+/** arrow-rs would store Decimal128(1, S) as INT64; one digit more makes it INT32 (see the module header). */
+const ENCODED_DECIMAL_PRECISION = new Map([[1, 2]]);
 
 function fieldMeta(id: number): Map<string, string> {
   return new Map([[FIELD_ID_KEY, String(id)]]);
@@ -76,7 +89,7 @@ export function arrowPrimitive(t: PrimitiveType): arrow.DataType {
       if (t.precision < 1 || t.precision > 38 || t.scale < 0 || t.scale > t.precision) {
         throw new ConfigError(`unsupported decimal(${t.precision}, ${t.scale})`);
       }
-      return new arrow.Decimal(t.scale, t.precision, 128);
+      return new arrow.Decimal(t.scale, ENCODED_DECIMAL_PRECISION.get(t.precision) ?? t.precision, 128);
     case 'date':
       return new arrow.DateDay();
     case 'time':
@@ -106,6 +119,32 @@ interface Builder {
   byId: Map<number, LayoutNode>;
   byPath: Map<string, LayoutNode>;
   elements: ExpectedElement[];
+  /** Some leaf is encoded with a type other than its declared one. */
+  widened: boolean;
+}
+
+function mapOf(key: arrow.Field, value: arrow.Field): arrow.Map_ {
+  const entries = new arrow.Field('entries', new arrow.Struct([key, value]), false);
+  const mapType = new arrow.Map_(entries, false);
+  // apache-arrow renames the entries field to `entries` (ARROW-8716); arrow-rs names the repeated
+  // group after it. Iceberg (and the Parquet spec's MAP form) call it `key_value`.
+  const entriesField = mapType.children[0] as { name: string } | undefined;
+  if (entriesField === undefined) throw new Error('apache-arrow Map_ has no entries field');
+  entriesField.name = 'key_value';
+  return mapType;
+}
+
+/** The node's Arrow field with the declared Iceberg types (decimal(1, S) as Decimal128(1, S)). */
+function declaredField(n: LayoutNode): arrow.Field {
+  const t = n.type;
+  const child = (i: number): arrow.Field => declaredField(n.children[i] as LayoutNode);
+  let type: arrow.DataType;
+  if (t.kind === 'struct') type = new arrow.Struct(n.children.map(declaredField));
+  else if (t.kind === 'list') type = new arrow.List(child(0));
+  else if (t.kind === 'map') type = mapOf(child(0), child(1));
+  else if (t.kind === 'decimal') type = new arrow.Decimal(t.scale, t.precision, 128);
+  else return n.arrowField;
+  return new arrow.Field(n.name, type, n.arrowField.nullable, n.arrowField.metadata);
 }
 
 function node(
@@ -148,19 +187,16 @@ function node(
       const key = node(b, type.keyId, 'key', `${path}.key`, true, type.key, true);
       const value = node(b, type.valueId, 'value', `${path}.value`, type.valueRequired, type.value, true);
       children = [key, value];
-      const entries = new arrow.Field('entries', new arrow.Struct([key.arrowField, value.arrowField]), false);
-      const mapType = new arrow.Map_(entries, false);
-      // apache-arrow renames the entries field to `entries` (ARROW-8716); arrow-rs names the repeated
-      // group after it. Iceberg (and the Parquet spec's MAP form) call it `key_value`.
-      const entriesField = mapType.children[0] as { name: string } | undefined;
-      if (entriesField === undefined) throw new Error('apache-arrow Map_ has no entries field');
-      entriesField.name = 'key_value';
-      arrowType = mapType;
+      arrowType = mapOf(key.arrowField, value.arrowField);
       break;
     }
     default:
       arrowType = arrowPrimitive(type);
       leafIndex = b.leaves.length;
+      if (type.kind === 'decimal' && ENCODED_DECIMAL_PRECISION.has(type.precision)) {
+        b.elements[elementIndex] = { name, fieldId, numChildren: 0, declaredPrecision: type.precision };
+        b.widened = true;
+      }
   }
   const arrowField = new arrow.Field(name, arrowType, !required, fieldMeta(fieldId));
   const n: LayoutNode = { fieldId, name, path, required, type, children, inRepeated, leafIndex, arrowField };
@@ -177,7 +213,7 @@ function childOf(b: Builder, f: NestedField, parentPath: string, inRepeated: boo
 
 /** Lays out a schema. Leaves are ordered as Parquet orders its columns (depth-first, map key before value). */
 export function buildLayout(schema: Schema): ColumnLayout {
-  const b: Builder = { leaves: [], byId: new Map(), byPath: new Map(), elements: [] };
+  const b: Builder = { leaves: [], byId: new Map(), byPath: new Map(), elements: [], widened: false };
   if (schema.fields.length === 0) throw new ConfigError('cannot write a schema without fields');
   const roots = schema.fields.map((f) => childOf(b, f, '', false));
   // Primitives were numbered as the depth-first walk met them: Parquet's column order.
@@ -192,5 +228,6 @@ export function buildLayout(schema: Schema): ColumnLayout {
     byId: b.byId,
     byPath: b.byPath,
     expectedElements: b.elements,
+    declaredArrowSchema: b.widened ? new arrow.Schema(roots.map(declaredField)) : undefined,
   };
 }

@@ -17,15 +17,18 @@
  *   ids on every element, the element names and the page types (V1 only) are exactly what we sent;
  * - `transformParquetStream` resolves only after it has peeked the first batch: enqueue before awaiting;
  * - WriterProperties are consumed by the call: a fresh one per file;
- * - uuid columns get the UUID logical type by a footer edit (footer.ts).
+ * - uuid columns get the UUID logical type by a footer edit (footer.ts);
+ * - decimal(1, S) is encoded as Decimal128(2, S) (INT32, layout.ts): the footer's precision is set back
+ *   to 1, and its ARROW:schema entry (arrow-rs's copy of the encoder's schema) replaced by the declared one.
  * Must not: know about Iceberg metrics (the writer merges them) or retain the file's bytes.
  */
+import * as arrow from 'apache-arrow';
 import { concatBytes } from '../core/bytes.ts';
 import * as pw from 'parquet-wasm';
 import { ConfigError, FatalError } from '../core/errors.ts';
 import type { ObjectStore, PutOptions } from '../upload/port.ts';
-import { PAGE_DATA_V2, addUuidLogicalTypes, locateFooter, parseFooter } from './footer.ts';
-import type { ParsedFooter } from './footer.ts';
+import { PAGE_DATA_V2, decimalPrecisionEdits, editFooter, keyValueEdit, locateFooter, parseFooter, uuidLogicalTypeEdits } from './footer.ts';
+import type { FooterEdit, ParsedFooter } from './footer.ts';
 import type { ColumnLayout } from './layout.ts';
 
 export type ParquetCodec = 'zstd' | 'snappy' | 'gzip' | 'brotli' | 'lz4_raw' | 'uncompressed';
@@ -39,6 +42,8 @@ export interface ParquetEncoding {
   readonly dictSizeBytes: number;
   /** Footer statistics written by arrow-rs (ours are computed separately); `page` adds the page index. */
   readonly statistics: ParquetStatistics;
+  /** Top-level columns written without statistics (uuid columns, see config.ts `parquetStatistics`). */
+  readonly statisticsOffColumns?: readonly string[];
   /** Extra footer key/value metadata (e.g. `iceberg.schema`). */
   readonly keyValueMetadata?: ReadonlyMap<string, string>;
 }
@@ -68,8 +73,28 @@ export function writerProperties(e: ParquetEncoding): pw.WriterProperties {
     .setDataPageSizeLimit(e.pageSizeBytes)
     .setDictionaryPageSizeLimit(e.dictSizeBytes)
     .setStatisticsEnabled(STATISTICS[e.statistics]);
+  for (const column of e.statisticsOffColumns ?? []) b = b.setColumnStatisticsEnabled(column, pw.EnabledStatistics.None);
   if (e.keyValueMetadata !== undefined && e.keyValueMetadata.size > 0) b = b.setKeyValueMetadata(new Map(e.keyValueMetadata));
   return b.build();
+}
+
+/** The footer entry where arrow-rs stores the Arrow schema it was given (readers such as pyarrow restore types from it). */
+const ARROW_SCHEMA_KEY = 'ARROW:schema';
+const arrowSchemaValues = new WeakMap<arrow.Schema, string>();
+
+/**
+ * An Arrow schema as arrow-rs writes it into ARROW:schema: base64 of an IPC schema message with its
+ * continuation marker and length prefix (the first message of an IPC stream; cached per schema).
+ */
+function arrowSchemaValue(schema: arrow.Schema): string {
+  let value = arrowSchemaValues.get(schema);
+  if (value === undefined) {
+    const stream = arrow.tableToIPC(new arrow.Table(schema), 'stream');
+    const length = new DataView(stream.buffer, stream.byteOffset + 4, 4).getInt32(0, true);
+    value = Buffer.from(stream.subarray(0, 8 + length)).toString('base64');
+    arrowSchemaValues.set(schema, value);
+  }
+  return value;
 }
 
 /** Wasm memory of the (process-wide) parquet-wasm instance: it grows to the largest batch and never shrinks. */
@@ -150,7 +175,9 @@ export interface ParquetFileOptions {
   readonly store: Pick<ObjectStore, 'putStream'>;
   readonly layout: ColumnLayout;
   readonly encoding: ParquetEncoding;
-  readonly putOptions?: Omit<PutOptions, 'signal'>;
+  readonly putOptions?: Omit<PutOptions, 'signal' | 'onHeldBytes' | 'chunksHandedOver'>;
+  /** Called when `uploadHeldBytes` changes. */
+  readonly onUploadHeld?: () => void;
 }
 
 /** One file being streamed: write row groups, then finish (or abort). Not reusable. */
@@ -158,6 +185,8 @@ export class StreamingParquetFile {
   readonly location: string;
   /** Bytes handed to the store so far (row groups; the footer is added at finish). */
   bytesOut = 0;
+  /** What the store holds of this file and has not stored yet (its report; 0 for a store that holds nothing). */
+  uploadHeldBytes = 0;
   rowsIn = 0;
   batchesIn = 0;
 
@@ -242,7 +271,16 @@ export class StreamingParquetFile {
   }
 
   private startPut(out: ReadableStream<Uint8Array>): void {
-    const put = this.opts.store.putStream(this.location, this.chunks(out), { ...this.opts.putOptions, signal: this.abortController.signal });
+    const onHeldBytes = (bytes: number): void => {
+      this.uploadHeldBytes = bytes;
+      this.opts.onUploadHeld?.();
+    };
+    const put = this.opts.store.putStream(this.location, this.chunks(out), {
+      ...this.opts.putOptions,
+      signal: this.abortController.signal,
+      onHeldBytes,
+      chunksHandedOver: true, // each chunk is a fresh copy out of the encoder's memory, never touched again
+    });
     this.put = put.then(
       (v) => {
         // A store that stops reading and still reports success must not leave us waiting for the encoder.
@@ -299,6 +337,7 @@ export class StreamingParquetFile {
       throw new FatalError(`${where}: ${footer.schema.length - 1} schema elements, expected ${expected.length}`);
     }
     const uuidElements: number[] = [];
+    const edits: FooterEdit[] = [];
     expected.forEach((x, i) => {
       const e = footer.schema[i + 1];
       if (e === undefined || e.name !== x.name || e.fieldId !== x.fieldId || (e.numChildren ?? 0) !== x.numChildren) {
@@ -308,6 +347,11 @@ export class StreamingParquetFile {
       }
       const node = x.fieldId === undefined ? undefined : this.opts.layout.byId.get(x.fieldId);
       if (node?.type.kind === 'uuid') uuidElements.push(i + 1);
+      if (x.declaredPrecision !== undefined) {
+        const encoded = (node?.arrowField.type as { precision?: number } | undefined)?.precision;
+        if (e.precision !== encoded) throw new FatalError(`${where}: decimal ${x.name} has precision ${e.precision}, the encoder was given ${encoded}`);
+        edits.push(...decimalPrecisionEdits(footer.schema, i + 1, x.declaredPrecision));
+      }
     });
     for (const rg of footer.rowGroups) {
       if (rg.columns.length !== this.opts.layout.leaves.length) throw new FatalError(`${where}: ${rg.columns.length} column chunks, expected ${this.opts.layout.leaves.length}`);
@@ -315,7 +359,12 @@ export class StreamingParquetFile {
         if (c.pageTypes.includes(PAGE_DATA_V2)) throw new FatalError(`${where}: column ${c.path.join('.')} has DATA_PAGE_V2 pages`);
       }
     }
-    const patched = addUuidLogicalTypes(tail, start, footer.schema, uuidElements);
+    edits.push(...uuidLogicalTypeEdits(footer.schema, uuidElements));
+    const declared = this.opts.layout.declaredArrowSchema;
+    if (declared !== undefined && footer.keyValues.some((kv) => kv.key === ARROW_SCHEMA_KEY)) {
+      edits.push(keyValueEdit(footer, ARROW_SCHEMA_KEY, arrowSchemaValue(declared)));
+    }
+    const patched = editFooter(tail, start, edits);
     this.footer = patched === tail ? footer : parseFooter(patched.subarray(start, patched.length - 8));
     return patched;
   }

@@ -25,7 +25,7 @@ import type { ObjectStore, PutOptions } from '../upload/port.ts';
 import { RecordAppender } from './appender.ts';
 import type { SealedBatch } from './appender.ts';
 import type { BudgetMember, PressurePolicy, WriteMemoryBudget } from './budget.ts';
-import { DEFAULT_WRITE_CONFIG, metricsModeOf } from './config.ts';
+import { DEFAULT_WRITE_CONFIG, metricsModeOf, parquetStatistics } from './config.ts';
 import type { WriteConfig } from './config.ts';
 import { rowGroupStart } from './footer.ts';
 import type { ColumnLayout } from './layout.ts';
@@ -49,7 +49,7 @@ export interface DataFileWriterOptions {
   readonly budget?: WriteMemoryBudget;
   /** Footer key/value metadata for every file (e.g. `iceberg.schema`). */
   readonly keyValueMetadata?: ReadonlyMap<string, string>;
-  readonly putOptions?: Omit<PutOptions, 'signal'>;
+  readonly putOptions?: Omit<PutOptions, 'signal' | 'onHeldBytes' | 'chunksHandedOver'>;
 }
 
 export interface WriterMetrics {
@@ -68,6 +68,14 @@ export interface WriterMetrics {
 
 const DEFAULT_RATIO = 0.5;
 
+/**
+ * parquet-wasm's memory for one row group, per byte of buffered (raw) data: its linear memory grew to
+ * 2.4x (64 MiB raw → 152 MiB) to 5x (8 MiB → 40 MiB, fixed costs included) of the largest batch in a
+ * measurement (strings, longs, doubles; zstd), plus the batch's Arrow IPC copy on the JS side while it
+ * is handed over. The budget also counts the encoder's actual size, so an underestimate is bounded.
+ */
+const ENCODE_BYTES_PER_RAW_BYTE = 3;
+
 interface OpenFile {
   readonly file: StreamingParquetFile;
   stats: (AnyStats | undefined)[];
@@ -80,6 +88,7 @@ export class DataFileWriter implements BudgetMember {
 
   private readonly opts: DataFileWriterOptions;
   private readonly modes: readonly MetricsMode[];
+  private readonly statistics: ReturnType<typeof parquetStatistics>;
   private open: OpenFile | undefined;
   private closedFiles: DataFile[] = [];
   private chain: Promise<void> = Promise.resolve();
@@ -95,6 +104,7 @@ export class DataFileWriter implements BudgetMember {
     this.config = opts.config ?? DEFAULT_WRITE_CONFIG;
     const config = this.config;
     this.modes = opts.layout.leaves.map((n) => metricsModeOf(config, n));
+    this.statistics = parquetStatistics(config, opts.layout);
     this.appender = new RecordAppender(opts.layout, (n) => metricsModeOf(config, n));
     this.appender.rowLimit = config.rowGroupRows;
     this.appender.pressure = () => this.pressured();
@@ -116,17 +126,24 @@ export class DataFileWriter implements BudgetMember {
     return this.chain;
   }
 
-  /** Forced by the memory budget: flush, release buffer capacity, and under `roll` close the file. */
-  async forceFlush(policy: PressurePolicy): Promise<void> {
-    if (this.closed) return;
+  /**
+   * Forced by the memory budget: flush, release buffer capacity, and close the file under `roll` — or
+   * when the file's upload holds more than the buffers do (a flush would only move bytes into the upload;
+   * closing completes it and frees them). Resolves true when the file was closed.
+   */
+  async forceFlush(policy: PressurePolicy): Promise<boolean> {
+    if (this.closed) return false;
     this.counters.forcedFlushes++;
+    const roll = policy === 'roll' || (this.open?.file.uploadHeldBytes ?? 0) > this.appender.usedBytes();
     const batch = this.appender.seal();
-    if (batch !== undefined) this.enqueue(() => this.write(batch, policy === 'roll'));
-    else if (policy === 'roll') this.enqueue(() => this.roll());
-    if (policy === 'roll') this.counters.forcedRolls++;
+    if (batch !== undefined) this.enqueue(() => this.write(batch, roll));
+    else if (roll) this.enqueue(() => this.roll());
+    if (roll) this.counters.forcedRolls++;
     this.appender.release();
     this.reportHeld();
     await this.chain;
+    this.reportHeld();
+    return roll;
   }
 
   /** Files closed by rolling since the last `complete()`/`takeClosedFiles()`. */
@@ -224,7 +241,16 @@ export class DataFileWriter implements BudgetMember {
   }
 
   private reportHeld(): void {
-    this.opts.budget?.report(this, this.closed ? 0 : this.appender.heldBytes());
+    if (this.opts.budget === undefined) return;
+    if (this.closed) {
+      this.opts.budget.remove(this);
+      return;
+    }
+    this.opts.budget.report(this, {
+      buffers: this.appender.heldBytes(),
+      upload: this.open?.file.uploadHeldBytes ?? 0,
+      encode: Math.ceil(this.appender.usedBytes() * ENCODE_BYTES_PER_RAW_BYTE),
+    });
   }
 
   private async write(batch: SealedBatch, rollAfter: boolean): Promise<void> {
@@ -239,10 +265,12 @@ export class DataFileWriter implements BudgetMember {
           codec: this.config.codec,
           pageSizeBytes: this.config.pageSizeBytes,
           dictSizeBytes: this.config.dictSizeBytes,
-          statistics: this.config.statistics,
+          statistics: this.statistics.statistics,
+          statisticsOffColumns: this.statistics.offColumns,
           ...(this.opts.keyValueMetadata === undefined ? {} : { keyValueMetadata: this.opts.keyValueMetadata }),
         },
         ...(this.opts.putOptions === undefined ? {} : { putOptions: this.opts.putOptions }),
+        onUploadHeld: () => this.reportHeld(),
       });
       open = { file, stats: [...batch.stats] };
       this.open = open;

@@ -7,12 +7,17 @@
  * (c) the unrouted rule: `icefloe.tables.unrouted=fail` fails the task naming the record's
  *     topic/partition/offset and commits nothing past it; `skip` skips it and the rest lands exactly once;
  * (d) idle partitions do not hold the watermark back: with data in one partition of six, snapshots carry
- *     `icefloe.valid-through-ts`, and it means what it says (see the test).
+ *     `icefloe.valid-through-ts`, and it means what it says (see the test);
+ * (e) errors.tolerance=all with two static tables, a record that fits only one of them: it is in that
+ *     one, and its failed copy for the other is counted per table and logged with the table.
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import type { TestContext } from 'node:test';
 import { REGIONS } from '../../tools/generate/orders.ts';
+import { parseIdentifier } from '../../src/commit/port.ts';
+import { RestCatalog } from '../../src/commit/rest/catalog.ts';
+import type { Schema } from '../../src/iceberg/types.ts';
 import { assertExactlyOnce, coordinateKey, exactlyOnceReport } from '../helpers/exactly-once.ts';
 import type { Coordinates } from '../helpers/exactly-once.ts';
 import { unique } from '../helpers/kafka.ts';
@@ -30,6 +35,7 @@ import {
   uniqueIdent,
   waitCommitted,
 } from '../helpers/sink-e2e.ts';
+import { stackEndpoints } from '../helpers/stack.ts';
 import { startWorker } from '../helpers/worker.ts';
 import type { WorkerProcess } from '../helpers/worker.ts';
 
@@ -310,4 +316,70 @@ test('(d) idle partitions: data in one partition of six; snapshots carry icefloe
   const last = snapshots.at(-1)?.summary['icefloe.valid-through-ts'];
   t.diagnostic(`${marked.length} of ${snapshots.length} snapshots carry a watermark; the last is ${last}, the newest record ${maxTs}`);
   assert.equal(Number(last), maxTs, 'the last watermark is the newest record timestamp: idle partitions hold nothing back');
+});
+
+test('(e) errors.tolerance=all, two tables, a record too wide for one: it lands in the other, the failed copy is counted and logged with its table', { timeout: TIMEOUT }, async (t) => {
+  const res = await e2eResources(t);
+  const e = stackEndpoints();
+  const topic = unique('e2e-copies');
+  const control = unique('e2e-control');
+  const ns = uniqueIdent('e2e');
+  const wide = `${ns}.wide`;
+  const narrow = `${ns}.narrow`;
+  res.topics.push(topic, control);
+  res.tables.push(wide, narrow);
+  // The same columns but n: long in one table, int in the other (auto-create off: the tables are given).
+  const schema = (kind: 'int' | 'long'): Schema => ({
+    schemaId: 0,
+    fields: [
+      { id: 1, name: 'n', required: false, type: { kind } },
+      { id: 2, name: '_kafka_metadata_topic', required: false, type: { kind: 'string' } },
+      { id: 3, name: '_kafka_metadata_partition', required: false, type: { kind: 'int' } },
+      { id: 4, name: '_kafka_metadata_offset', required: false, type: { kind: 'long' } },
+    ],
+  });
+  const catalog = new RestCatalog({ uri: e.catalogUri, name: e.catalogName, warehouse: e.catalogWarehouse });
+  try {
+    await catalog.createNamespace([ns]);
+    await catalog.createTable(parseIdentifier(wide), { schema: schema('long') });
+    await catalog.createTable(parseIdentifier(narrow), { schema: schema('int') });
+  } finally {
+    await catalog.close();
+  }
+  const values = Array.from({ length: 300 }, (_, i) => ({ n: i % 10 === 3 ? 2 ** 40 + i : i }));
+  const coords = await produceJson(topic, 2, values.map((value, i) => ({ partition: i % 2, value })));
+  const fits = coords.filter((_, i) => (values[i] as { n: number }).n < 2 ** 31);
+  const tooWide = coords.filter((_, i) => (values[i] as { n: number }).n >= 2 ** 31);
+
+  const worker = startWorker({
+    worker: PROCESS_WORKER,
+    connectors: [
+      sinkConnector({
+        name: unique('e2e-copies'),
+        topics: topic,
+        controlTopic: control,
+        config: {
+          ...SCHEMALESS_JSON,
+          'iceberg.tables': `${wide},${narrow}`,
+          'iceberg.tables.auto-create-enabled': 'false',
+          'icefloe.tables.kafka-metadata-columns': 'topic,partition,offset',
+          'errors.tolerance': 'all',
+          'errors.log.enable': 'true',
+        },
+      }),
+    ],
+  });
+  res.workers.push(worker);
+  await waitCommitted(worker, wide, coords.length);
+  await waitCommitted(worker, narrow, fits.length);
+  await stopWorker(worker);
+  assert.equal(worker.logs('task failed').length, 0);
+  await assertExactlyOnce(wide, coords);
+  await assertExactlyOnce(narrow, fits);
+  const stopped = worker.logs('task stopped');
+  assert.equal(stopped.reduce((n, l) => n + Number(l['tableCopiesFailed']), 0), tooWide.length, 'one failed copy per record too wide for the int table');
+  assert.equal(stopped.reduce((n, l) => n + Number(l['errorsSkipped']), 0), 0, 'no record was skipped as a whole');
+  const logged = worker.logs('record not written to one of its tables (errors.tolerance=all); its other tables have it');
+  assert.deepEqual(logged.map((l) => `${String(l['table'])} ${String(l['topic'])}/${String(l['partition'])}/${String(l['offset'])}`).sort(), tooWide.map((c) => `${narrow} ${coordinateKey(c)}`).sort());
+  assert.ok(logged.every((l) => /field n: .* is not an int/.test(String(l['error']))), String(logged[0]?.['error']));
 });

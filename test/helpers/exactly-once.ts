@@ -27,16 +27,23 @@ export interface ExactlyOnceReport {
   readonly snapshots: number;
 }
 
-/** Reads the table's coordinates and file history and compares them with the produced set. */
+export interface ExactlyOnceOptions {
+  readonly catalog?: ReaderArgs['catalog'];
+  readonly prefix?: string;
+  /** Read this snapshot (e.g. a branch's head) instead of the current one. */
+  readonly snapshotId?: bigint;
+}
+
+/** Reads the table's coordinates (current snapshot, or `snapshotId`) and file history and compares them with the produced set. */
 export async function exactlyOnceReport(
   table: string,
   produced: Iterable<Coordinates>,
-  options: { readonly catalog?: ReaderArgs['catalog']; readonly prefix?: string } = {},
+  options: ExactlyOnceOptions = {},
 ): Promise<ExactlyOnceReport> {
   const prefix = options.prefix ?? '_kafka_metadata_';
   const cols = [`${prefix}topic`, `${prefix}partition`, `${prefix}offset`];
   const base = { table, ...(options.catalog === undefined ? {} : { catalog: options.catalog }) };
-  const read = await readTable({ ...base, columns: cols });
+  const read = await readTable({ ...base, columns: cols, ...(options.snapshotId === undefined ? {} : { snapshot_id: options.snapshotId }) });
   const rows = (read.rows ?? []).map((r) => ({ topic: String(r[cols[0] as string]), partition: Number(r[cols[1] as string]), offset: BigInt(String(r[cols[2] as string])) }));
   const expected = new Set<string>();
   for (const c of produced) expected.add(coordinateKey(c));
@@ -64,7 +71,7 @@ export async function exactlyOnceReport(
 export async function assertExactlyOnce(
   table: string,
   produced: Iterable<Coordinates>,
-  options: { readonly catalog?: ReaderArgs['catalog']; readonly prefix?: string } = {},
+  options: ExactlyOnceOptions = {},
 ): Promise<ExactlyOnceReport> {
   const list = [...produced];
   const r = await exactlyOnceReport(table, list, options);

@@ -29,6 +29,8 @@ export interface ReaderArgs {
   replace?: boolean;
   /** Spark: column lists read again in the same session (only primitive columns: the vectorized reader). */
   projections?: string[][];
+  /** Spark: further reads in the same session, of this table or others (a session costs ~10 s). */
+  queries?: { table?: string; filter?: string; columns?: string[]; order_by?: string[] }[];
   /** Read: also report the data files the scan used (`scanned_files`; PyIceberg adds `live_files`, DuckDB
    *  sets `files_scanned` from EXPLAIN ANALYZE). See test/readers/read_table.py. */
   files?: boolean;
@@ -36,13 +38,19 @@ export interface ReaderArgs {
 
 export type ReaderResult = Record<string, unknown> & { rows?: Record<string, unknown>[] };
 
-/** Mode `footer`: field ids by Iceberg column path (`a.b`, `tags.element`, `m.key`, `m.value.x`). */
+/** Mode `footer`: field ids by Iceberg column path (`a.b`, `tags.element`, `m.key`, `m.value.x`), and each leaf's storage. */
 export interface FooterResult {
   readonly snapshot_id: number | bigint | null;
   /** PyIceberg's view of the table's current schema. */
   readonly schema_field_ids: Record<string, number>;
   /** Each data file of the current snapshot, as pyarrow.parquet reads its footer (null: no field id). */
-  readonly files: { file_path: string; record_count: number; field_ids: Record<string, number | null> }[];
+  readonly files: {
+    file_path: string;
+    record_count: number;
+    field_ids: Record<string, number | null>;
+    /** Leaf columns by Parquet path: physical type, pyarrow's logical type JSON, fixed length (0 if none). */
+    columns: Record<string, { physical_type: string; logical_type: Record<string, unknown>; length: number }>;
+  }[];
 }
 
 /** The Parquet footers of the current snapshot's data files, read by pyarrow (mode `footer`). */

@@ -1,6 +1,7 @@
 /**
  * The "type matrix": a table schema with every Iceberg type we write, nested at several depths, and rows
- * with nulls at every level and edge values (NaN, ±0.0, min/max longs, 38-digit decimals, pre-1970 and
+ * with nulls at every level and edge values (NaN, ±0.0, min/max longs, the largest and smallest decimal of
+ * each Parquet physical type's precision range (1, 9, 10, 18, 19, 38), pre-1970 and
  * far-future timestamps, empty and non-ASCII strings). Plus the comparison of what we wrote with what an
  * independent reader (test/readers/read_table.py: PyIceberg or DuckDB; read_spark.py: Spark) returned.
  *
@@ -36,6 +37,11 @@ function buildSchema(): Schema {
     field('d', p('double')),
     field('dec_small', { kind: 'decimal', precision: 9, scale: 2 }),
     field('dec_big', { kind: 'decimal', precision: 38, scale: 10 }),
+    // Each side of a Parquet physical-type boundary (INT32 to p 9, INT64 to 18, FIXED_LEN_BYTE_ARRAY above).
+    field('dec_1', { kind: 'decimal', precision: 1, scale: 0 }),
+    field('dec_10', { kind: 'decimal', precision: 10, scale: 0 }),
+    field('dec_18', { kind: 'decimal', precision: 18, scale: 6 }),
+    field('dec_19', { kind: 'decimal', precision: 19, scale: 0 }),
     field('dt', p('date')),
     field('tm', p('time')),
     field('ts', p('timestamp')),
@@ -82,6 +88,10 @@ export function typeMatrixRows(): Row[] {
       d: -0,
       dec_small: -9999999_99n,
       dec_big: -(10n ** 38n - 1n),
+      dec_1: -9n,
+      dec_10: -(10n ** 10n - 1n),
+      dec_18: -(10n ** 18n - 1n),
+      dec_19: -(10n ** 19n - 1n),
       dt: -719162, // 0001-01-01
       tm: 0n,
       ts: tsMicros('1900-01-01T00:00:00.000Z') + 1n,
@@ -105,6 +115,10 @@ export function typeMatrixRows(): Row[] {
       d: Number.NEGATIVE_INFINITY,
       dec_small: 9999999_99n,
       dec_big: 10n ** 38n - 1n,
+      dec_1: 9n,
+      dec_10: 10n ** 10n - 1n,
+      dec_18: 10n ** 18n - 1n,
+      dec_19: 10n ** 19n - 1n,
       dt: 2932896, // 9999-12-31
       tm: MICROS_PER_DAY - 1n,
       ts: tsMicros('9999-12-31T23:59:59.999Z') + 999n,
@@ -135,6 +149,10 @@ export function typeMatrixRows(): Row[] {
       d: 1e308,
       dec_small: 0n,
       dec_big: 12345678901234567890123456789n,
+      dec_1: 0n,
+      dec_10: 2n ** 31n, // beyond int32
+      dec_18: -1n,
+      dec_19: 2n ** 63n, // beyond int64
       dt: 0,
       tm: 45_296_000_001n, // 12:34:56.000001
       ts: 0n,

@@ -20,6 +20,7 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { NO_CRASH_POINTS } from '../../src/core/crash-points.ts';
+import { RetriableError } from '../../src/core/errors.ts';
 import type { Logger } from '../../src/core/log.ts';
 import { parseConnectorConfig } from '../../src/config/connector-config.ts';
 import type { ConnectorConfig } from '../../src/config/connector-config.ts';
@@ -135,12 +136,14 @@ async function committer(ctx: Ctx, catalog: Catalog = ctx.h.rest()): Promise<Con
  * Writes a data file whose rows are the source records `first..last` of SOURCE[partition] and announces it
  * in one committed transaction of task `taskId`, as a task's cycle does. Returns the coordinates.
  */
-async function announce(ctx: Ctx, table: string, first: bigint, last: bigint, taskId = 0, partition = 0): Promise<Coordinates[]> {
+async function announce(ctx: Ctx, table: string, first: bigint, last: bigint, taskId = 0, partition = 0, options: { readonly deleteFiles?: boolean } = {}): Promise<Coordinates[]> {
   const id = parseIdentifier(`${ctx.ns}.${table}`);
   const loaded = await ctx.h.rest().loadTable(id);
   const coords: Coordinates[] = [];
   for (let o = first; o <= last; o++) coords.push({ topic: SOURCE, partition, offset: o });
   const files = await writeRows(ctx.h.store, loaded, coords.map((c) => ({ _kafka_metadata_topic: c.topic, _kafka_metadata_partition: c.partition, _kafka_metadata_offset: c.offset })));
+  // An announcement that cannot be applied (its files are gone): the table stops with file-missing.
+  if (options.deleteFiles === true) for (const f of files) await ctx.h.store.delete(f.filePath);
   const values = encodeAnnouncement(
     {
       connector: ctx.connector.name,
@@ -351,5 +354,47 @@ test('point 6: the catalog refuses one table\'s commit (400): that table stops, 
   assert.equal(statusOf(live, ctx, 'a')?.state, 'RUNNING');
   await assertExactlyOnce(`${ctx.ns}.a`, a, { catalog: { kind: 'rest' } });
   await assertExactlyOnce(`${ctx.ns}.b`, b, { catalog: { kind: 'rest' } });
+  t.diagnostic(`duration ${Math.round(performance.now() - started)} ms`);
+});
+
+test('issue 10 point 3 (O8): a truncated control log stops only the table that lost announcements; a table idle behind the C a stopped table holds back goes on, live and after a restart', async (t) => {
+  const started = performance.now();
+  const ctx = await setup(t, ['a', 'b']);
+  const a = await announce(ctx, 'a', 0n, 9n);
+  const b = await announce(ctx, 'b', 0n, 9n);
+  const live = await committer(ctx);
+  await live.round();
+  // a's next announcement cannot be applied (its file is gone): a stops and holds C back at it.
+  await announce(ctx, 'a', 10n, 19n, 0, 0, { deleteFiles: true });
+  b.push(...(await announce(ctx, 'b', 10n, 19n)));
+  await live.round();
+  assert.equal(statusOf(live, ctx, 'a')?.reason?.code, 'file-missing');
+  assert.equal(statusOf(live, ctx, 'b')?.state, 'RUNNING');
+  const [group] = await ctx.admin.groupOffsets(`cg-control-${ctx.connector.name}`, ctx.controlTopic);
+  assert.match(group?.metadata ?? '', / rest=\d+ except=[0-9a-f]{12}$/, 'C carries R, a excepted');
+  // Retention deletes the whole log, a's unapplied announcement with it; b lost nothing (it is idle behind C).
+  await deleteControlRecords(ctx);
+  // A reader asked for a position retention just deleted (the committer looked at the log start a moment
+  // before) says so as a retriable error, never reading on from the new log start.
+  const reader = await ConfluentControlTopicReader.connect({ settings: ctx.settings });
+  ctx.closers.push(() => reader.close());
+  await assert.rejects(reader.read([{ topic: ctx.controlTopic, partition: 0, offset: 0n }]), (e: unknown) => e instanceof RetriableError && /below the log start/.test(e.message));
+  await live.round();
+  assert.equal(statusOf(live, ctx, 'a')?.reason?.code, 'control-records-lost', 'a lost an announcement: it stops with the reason');
+  assert.match(statusOf(live, ctx, 'a')?.reason?.message ?? '', /deleted by retention/);
+  assert.equal(statusOf(live, ctx, 'b')?.state, 'RUNNING', statusOf(live, ctx, 'b')?.reason?.message);
+  b.push(...(await announce(ctx, 'b', 20n, 29n)));
+  await live.round();
+  await assertExactlyOnce(`${ctx.ns}.b`, b, { catalog: { kind: 'rest' } });
+  // The same after a restart (the committer's memory is gone; C's R says where b is).
+  const restarted = await committer(ctx);
+  await restarted.round();
+  assert.equal(statusOf(restarted, ctx, 'a')?.reason?.code, 'control-records-lost');
+  assert.equal(statusOf(restarted, ctx, 'b')?.state, 'RUNNING', statusOf(restarted, ctx, 'b')?.reason?.message);
+  b.push(...(await announce(ctx, 'b', 30n, 39n)));
+  await restarted.round();
+  await assertExactlyOnce(`${ctx.ns}.b`, b, { catalog: { kind: 'rest' } });
+  await assertExactlyOnce(`${ctx.ns}.a`, a, { catalog: { kind: 'rest' } });
+  assert.equal(await duckdbCount(`${ctx.ns}.b`), b.length);
   t.diagnostic(`duration ${Math.round(performance.now() - started)} ms`);
 });

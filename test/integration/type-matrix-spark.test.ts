@@ -9,12 +9,19 @@
  * (apache/iceberg#16663, open): so this table is the type matrix without its one time column, `tm`, which
  * PyIceberg and DuckDB check in type-matrix.test.ts. A Spark session takes ~5-10 s to start on 2 cores,
  * so this is one test.
+ *
+ * In the same session, a filter on a uuid column: Java Iceberg compares uuids as two signed longs
+ * (apache/iceberg#14216), so bounds that straddle 80000000-… (in the spec's unsigned order: lower
+ * 00000000-…, upper ffffffff-…) make it prune a file or row group that holds the row. Our tables carry no
+ * uuid bounds (manifest or Parquet statistics) by default, and Spark finds every row; with
+ * icefloe.write.metadata.metrics.uuid-bounds=true the bounds are there (read back by PyIceberg).
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { appendFiles, createTable } from '../../src/commit/table-ops.ts';
 import { currentSchema } from '../../src/iceberg/metadata.ts';
 import type { Schema } from '../../src/iceberg/types.ts';
+import { resolveWriteConfig } from '../../src/write/index.ts';
 import { readTable } from '../helpers/readers.ts';
 import { harness, ident, writeRows } from '../helpers/tables.ts';
 import { assertSameRows, TYPE_MATRIX_SCHEMA, typeMatrixRows } from '../helpers/type-matrix.ts';
@@ -25,6 +32,17 @@ interface SparkRead {
   columnar: boolean;
   rows: Record<string, unknown>[];
 }
+
+const UUID_SCHEMA: Schema = {
+  schemaId: 0,
+  fields: [
+    { id: 1, name: 'id', required: true, type: { kind: 'long' } },
+    { id: 2, name: 'u', required: false, type: { kind: 'uuid' } },
+  ],
+};
+/** Both sides of 80000000-…, where signed and unsigned order disagree; all in one file and row group. */
+const UUIDS = ['00000000-0000-0000-0000-000000000001', '7fffffff-ffff-ffff-ffff-ffffffffffff', '80000000-0000-0000-0000-000000000001', 'ffffffff-ffff-ffff-ffff-fffffffffffe'];
+const uuidBytes = (text: string): Uint8Array => Uint8Array.from(Buffer.from(text.replaceAll('-', ''), 'hex'));
 
 test('type matrix (but time) through the REST catalog reads back exactly in Spark, row-based and vectorized', async (t) => {
   assert.deepEqual(
@@ -45,12 +63,35 @@ test('type matrix (but time) through the REST catalog reads back exactly in Spar
   const schema = currentSchema(outcome.table.metadata);
   const primitive: Schema = { ...schema, fields: schema.fields.filter((f) => !['struct', 'list', 'map'].includes(f.type.kind)) };
 
-  const spark = await readTable({ table: `${ns}.types`, engine: 'spark', projections: [primitive.fields.map((f) => f.name)] });
+  // The uuid tables: one by default, one with uuid bounds on (a table property, as the sink resolves it).
+  const uuidRows = [...UUIDS.map((u, i) => ({ id: BigInt(i), u: uuidBytes(u) })), { id: 4n, u: null }];
+  let uuidFieldId = -1;
+  for (const [name, properties] of [['uuids', {}], ['uuids_bounds', { 'icefloe.write.metadata.metrics.uuid-bounds': 'true' }]] as const) {
+    const t = await createTable(h.deps(catalog), ident(ns, name), { schema: UUID_SCHEMA, properties });
+    uuidFieldId = currentSchema(t.metadata).fields.find((f) => f.name === 'u')?.id ?? -1;
+    const uuidFiles = await writeRows(h.store, t, uuidRows, { config: resolveWriteConfig(t.metadata.properties).config });
+    assert.equal((await appendFiles(h.deps(catalog), ident(ns, name), { commitId: name, files: uuidFiles })).status, 'committed');
+  }
+  // Two reads (each costs Spark a few seconds): every value at once, and one above the sign boundary.
+  const filters = [`u IN (${UUIDS.map((u) => `'${u}'`).join(', ')})`, `u = '${UUIDS[2]}'`];
+  const queries = filters.map((filter) => ({ table: `${ns}.uuids`, filter, columns: ['id'], order_by: ['id'] }));
+
+  const spark = await readTable({ table: `${ns}.types`, engine: 'spark', projections: [primitive.fields.map((f) => f.name)], queries });
   assert.equal(spark['columnar'], false, 'nested columns: row-based reader');
   assertSameRows(schema, rows, spark.rows ?? [], 'Spark');
   const [vectorized] = spark['projections'] as SparkRead[];
   assert.equal(vectorized?.columnar, true, 'primitive columns only: vectorized reader');
   assertSameRows(primitive, rows, vectorized.rows, 'Spark');
+  // Every uuid filter finds its rows (with straddling bounds Spark found none: it pruned the file).
+  const found = (spark['queries'] as SparkRead[]).map((q) => q.rows.map((r) => Number(r['id'])));
+  assert.deepEqual(found, [[0, 1, 2, 3], [2]], filters.join(' | '));
+  const bounds = await readTable({ table: `${ns}.uuids_bounds`, files: true, columns: ['id'] });
+  const [live] = bounds['live_files'] as { lower_bounds: Record<string, string>; upper_bounds: Record<string, string> }[];
+  const u = String(uuidFieldId);
+  assert.deepEqual([live?.lower_bounds[u], live?.upper_bounds[u]], ['00000000000000000000000000000001', 'fffffffffffffffffffffffffffffffe'], 'uuid bounds with the property on');
+  const plain = await readTable({ table: `${ns}.uuids`, files: true, columns: ['id'] });
+  const [none] = plain['live_files'] as { lower_bounds: Record<string, string> }[];
+  assert.equal(none?.lower_bounds[u], undefined, 'no uuid bounds by default');
   // Spark sees our one snapshot as the table's state.
   const snapshots = spark['snapshots'] as { snapshot_id: bigint | number; operation: string }[];
   assert.deepEqual(

@@ -8,12 +8,15 @@ Arguments: as read_table.py's mode "read" (table, filter as a Spark SQL WHERE cl
   projections  column lists, each read again in the same session: selecting only primitive columns
                makes Iceberg use its vectorized (Arrow) Parquet reader, while any nested column selected
                means its row-based reader; each read says which ("columnar")
+  queries      further reads in the same session (a session costs ~10 s): each {"table" (default: the
+               main one), "filter" (a Spark SQL WHERE clause), "columns" (default all), "order_by"}
   jars         Iceberg's Spark runtime and AWS bundle, comma-separated (default $ICEFLOE_SPARK_JARS),
                passed as spark.jars: nothing is resolved through Ivy
   Spark cannot load a table with an Iceberg `time` column at all, whatever is selected
   (TypeToSparkType: "Spark does not support time fields"; apache/iceberg#16663).
 Output (stdout, one JSON object): {"engine": "spark", "table", "rows", "columnar", "projections":
-  [{"columns", "columnar", "rows"}], "snapshots": [{snapshot_id, parent_snapshot_id, timestamp_ms,
+  [{"columns", "columnar", "rows"}], "queries": [{"table", "filter", "columnar", "rows"}],
+  "snapshots": [{snapshot_id, parent_snapshot_id, timestamp_ms,
   operation, summary}], "spark_version", "timings": {"session_s", "read_s"}}. Values as read_table.py
   gives them (through its jsonable()), except maps: a list of [key, value] pairs in Spark's order
   (PySpark's Row conversion would make them dicts built from a java.util.HashMap, losing the order).
@@ -155,6 +158,15 @@ def read(args, cat, s3):
                 p_rows, p_columnar = query(spark, f"SELECT {', '.join(ident(c) for c in cols)} FROM {source}{where}",
                                            args.get("order_by"))
                 projections.append({"columns": cols, "columnar": p_columnar, "rows": p_rows})
+            queries = []
+            for q in args.get("queries") or []:
+                q_ns, q_tbl = split_table(q.get("table") or args["table"])
+                cols = ", ".join(ident(c) for c in q["columns"]) if q.get("columns") else "*"
+                q_where = f" WHERE {q['filter']}" if q.get("filter") else ""
+                q_rows, q_columnar = query(spark, f"SELECT {cols} FROM {CATALOG}.{ident(q_ns)}.{ident(q_tbl)}{q_where}",
+                                           q.get("order_by"))
+                queries.append({"table": q.get("table") or args["table"], "filter": q.get("filter"),
+                                "columnar": q_columnar, "rows": q_rows})
             snaps = [{"snapshot_id": s["snapshot_id"], "parent_snapshot_id": s["parent_id"],
                       "timestamp_ms": int(s["committed_at"].timestamp() * 1000), "operation": s["operation"],
                       "summary": dict(s["summary"] or {})}
@@ -164,7 +176,7 @@ def read(args, cat, s3):
             spark.stop()
         t2 = time.monotonic()
     return {"engine": "spark", "table": args["table"], "rows": rows, "columnar": columnar,
-            "projections": projections, "snapshots": snaps, "spark_version": version,
+            "projections": projections, "queries": queries, "snapshots": snaps, "spark_version": version,
             "timings": {"session_s": round(t1 - t0, 2), "read_s": round(t2 - t1, 2)}}
 
 

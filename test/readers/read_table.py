@@ -43,9 +43,12 @@ Output (stdout, one JSON object):
   create, append: {"table", "metadata_location", "snapshot_id", "rows_appended"}; append adds "summary"
           (the new snapshot's summary)
   footer: {"table", "snapshot_id", "schema_field_ids": {path: id}, "files": [{"file_path", "record_count",
-          "field_ids": {path: id}}]}; paths are Iceberg column names (`a.b`, `tags.element`, `m.key`,
-          `m.value.x`), schema_field_ids from PyIceberg's view of the current schema, field_ids from each
-          file's footer (pyarrow.parquet, the PARQUET:field_id of every node, groups included)
+          "field_ids": {path: id}, "columns": {parquet path: {"physical_type", "logical_type", "length"}}}]};
+          field_ids paths are Iceberg column names (`a.b`, `tags.element`, `m.key`, `m.value.x`),
+          schema_field_ids from PyIceberg's view of the current schema, field_ids from each file's footer
+          (pyarrow.parquet, the PARQUET:field_id of every node, groups included); columns are the leaf
+          columns by their Parquet path (`st.inner.depth`, `lst.list.element.k`), logical_type as pyarrow's
+          JSON of it ({"Type": "Decimal", "precision": 1, "scale": 0}; {"Type": "None"} without one)
   Values: timestamps and dates as ISO 8601 strings, decimals as strings, binary as base64, NaN and
   infinities as strings; 64-bit integers stay JSON numbers (parse with lossless-json in Node).
 Errors: a message naming the service on stderr and {"error": ..., "service": "catalog"|"s3"|"postgres"|null}
@@ -365,7 +368,10 @@ def read_footers(args, cat, s3):
                 pf = pq.ParquetFile(f)
                 ids = arrow_field_ids(pf.schema_arrow)
                 rows = pf.metadata.num_rows
-            files.append({"file_path": path, "record_count": rows, "field_ids": ids})
+                columns = {c.path: {"physical_type": c.physical_type, "logical_type": json.loads(c.logical_type.to_json()),
+                                    "length": c.length}
+                           for c in (pf.schema.column(i) for i in range(len(pf.schema)))}
+            files.append({"file_path": path, "record_count": rows, "field_ids": ids, "columns": columns})
     files.sort(key=lambda x: x["file_path"])
     return {"table": args["table"], "snapshot_id": table.metadata.current_snapshot_id,
             "schema_field_ids": schema_field_ids(table.schema()), "files": files}

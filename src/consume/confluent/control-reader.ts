@@ -3,8 +3,9 @@
  * commits): isolation.level=read_committed, auto.offset.reset=error, partition EOF events on.
  *
  * A read first takes each partition's log start offset and last stable offset (ListOffsets, READ_COMMITTED),
- * checks the start positions against the log (a position below the log start or past the high watermark
- * is a FatalError: announcements were lost or the topic was recreated), then reads until every partition
+ * checks the start positions against the log (past the high watermark is a FatalError: the topic was
+ * recreated; below the log start a RetriableError: retention deleted records since the caller looked, and
+ * it reads again from the log start it then sees, stopping only the tables that lost announcements), then reads until every partition
  * reached the LSO taken at the start — or a bound (records, bytes, time) is reached: then it returns the
  * prefix it read and where each partition stopped (the committer catches up over several rounds). Records at or past that LSO are not returned, so a read is a
  * consistent prefix even while tasks keep committing. Transaction markers occupy offsets without
@@ -94,8 +95,17 @@ export class ConfluentControlTopicReader implements ControlTopicReader {
       const hw = high.get(key);
       const lso = stable.get(key);
       if (logStart === undefined || hw === undefined || lso === undefined) throw new RetriableError(`Kafka read-control: no offsets for ${key}`);
-      if (p.offset < logStart || p.offset > hw) {
-        throw new FatalError(`control topic position ${key}@${p.offset} is outside the log [${logStart}, ${hw}]: announcements were deleted or the topic was recreated`, {
+      if (p.offset > hw) {
+        throw new FatalError(`control topic position ${key}@${p.offset} is outside the log [${logStart}, ${hw}]: the topic was recreated`, {
+          context: { partition: key, position: String(p.offset), logStart: String(logStart), highWatermark: String(hw) },
+        });
+      }
+      if (p.offset < logStart) {
+        // Retention moved the log start past the position after the caller looked at it (the committer
+        // starts every read at or above the log start it saw). Never read from the new start: that would
+        // skip what was deleted. The caller reads again, sees the new log start, and stops only the tables
+        // whose announcements were deleted (commit-state.ts control-records-lost).
+        throw new RetriableError(`control topic position ${key}@${p.offset} is below the log start ${logStart}: retention deleted records since the read began; reading again`, {
           context: { partition: key, position: String(p.offset), logStart: String(logStart), highWatermark: String(hw) },
         });
       }

@@ -86,7 +86,7 @@ export interface KafkaErrorLike {
 export type KafkaOperation =
   | 'connect' | 'subscribe' | 'poll' | 'seek' | 'committed' | 'position' | 'pause' | 'resume' | 'assign'
   | 'init-transactions' | 'begin-transaction' | 'send' | 'send-offsets' | 'commit-transaction' | 'abort-transaction'
-  | 'admin' | 'read-control' | 'close';
+  | 'admin' | 'read-control' | 'close' | 'watermarks';
 
 const TXN_OPS = new Set<KafkaOperation>(['begin-transaction', 'send', 'send-offsets', 'commit-transaction']);
 /** Every call of the transactional producer. */

@@ -64,7 +64,29 @@ function bytes(v: unknown): Uint8Array | null {
   return null;
 }
 
-/** A client message as a RawRecord; key, value and header values stay views over the client's buffers. */
+/**
+ * A header value as the binding must be given it to write what we mean. Its produce (src/producer.cc)
+ * copies a Buffer's bytes from node::Buffer::Data, which is NULL for a buffer over a zero-length
+ * ArrayBuffer — and librdkafka writes a NULL value as a null header — while a string goes through
+ * std::string, whose pointer is never NULL; null itself it refuses. So null → a fresh zero-length Buffer
+ * (a null header), an empty value → '' (an empty header, whatever buffer it came in), bytes → a Buffer.
+ * Checked against Kafka's own consumer in test/integration/kafka-headers.test.ts.
+ */
+export function headerValue(v: Uint8Array | string | null | undefined): Buffer | string {
+  if (v === null || v === undefined) return Buffer.alloc(0);
+  if (v.length === 0) return '';
+  if (typeof v === 'string') return Buffer.from(v, 'utf8');
+  return Buffer.isBuffer(v) ? v : Buffer.from(v.buffer, v.byteOffset, v.byteLength);
+}
+
+/**
+ * A client message as a RawRecord; key, value and header values stay views over the client's buffers.
+ *
+ * A null header value arrives as null only with the binding patched by scripts/patch-kafka-binding.ts:
+ * as released it converts every header value with `Nan::Encode(value_string(), value_size(), BUFFER)`
+ * (src/common.cc, ToV8Object), a zero-length Buffer for librdkafka's NULL pointer exactly as for an empty
+ * value; see docs/sink.md ("a Kafka header whose value is null").
+ */
 export function toRawRecord(m: RdKafka.Message): RawRecord {
   const headers: RecordHeader[] = [];
   for (const h of m.headers ?? []) {

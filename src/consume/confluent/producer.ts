@@ -34,7 +34,7 @@ import { ConfigError, IcefloeError, RetriableError } from '../../core/errors.ts'
 import { TransactionCallTimedOutError, isFenced } from '../port.ts';
 import type { ConsumerGroupMetadata, OutgoingRecord, TopicPartitionOffset, TransactionalProducer } from '../port.ts';
 import { KAFKA_CODES, explainFence, translateKafkaError } from './errors.ts';
-import { RdKafka, call, consumerOf, sync } from './internal.ts';
+import { RdKafka, call, consumerOf, headerValue, sync } from './internal.ts';
 import type { ProducerClient } from './internal.ts';
 import { offsetToNumber, splitTopicConfig, transactionalProducerConfig } from './settings.ts';
 import type { ClientSettings } from './settings.ts';
@@ -173,7 +173,7 @@ export class ConfluentTransactionalProducer implements TransactionalProducer {
 
   async send(records: readonly OutgoingRecord[]): Promise<void> {
     for (const r of records) {
-      const headers = r.headers?.map((h) => ({ [h.key]: buffer(h.value) ?? Buffer.alloc(0) }));
+      const headers = r.headers?.map((h) => ({ [h.key]: headerValue(h.value) }));
       for (let attempt = 0; ; attempt++) {
         try {
           this.#producer.produce(r.topic, r.partition ?? null, buffer(r.value), buffer(r.key), r.timestamp ?? null, undefined, headers);

@@ -16,7 +16,7 @@
 import { RetriableError } from '../../core/errors.ts';
 import type { DeliveredRecord, OutgoingRecord, RecordProducer } from '../port.ts';
 import { KAFKA_CODES, translateKafkaError } from './errors.ts';
-import { RdKafka, call, sync } from './internal.ts';
+import { RdKafka, call, headerValue, sync } from './internal.ts';
 import type { ProducerClient } from './internal.ts';
 import { recordProducerConfig } from './record-producer-settings.ts';
 import { offsetFromNumber, splitTopicConfig } from './settings.ts';
@@ -29,12 +29,6 @@ export interface RecordProducerOptions {
   readonly clientId?: string;
   /** How long `send` waits for room in a full local queue before failing (default 60 s). */
   readonly queueFullTimeoutMs?: number;
-}
-
-function buffer(v: Uint8Array | string | null | undefined): Buffer | null {
-  if (v === null || v === undefined) return null;
-  if (typeof v === 'string') return Buffer.from(v, 'utf8');
-  return Buffer.isBuffer(v) ? v : Buffer.from(v.buffer, v.byteOffset, v.byteLength);
 }
 
 /**
@@ -135,7 +129,7 @@ export class ConfluentRecordProducer implements RecordProducer {
       const r = records[i] as OutgoingRecord;
       const value = payload(r.value);
       const key = payload(r.key);
-      const headers = r.headers?.map((h) => ({ [h.key]: buffer(h.value) ?? Buffer.alloc(0) }));
+      const headers = r.headers?.map((h) => ({ [h.key]: headerValue(h.value) }));
       const slot: Slot = { batch, index: i };
       let waitedSince: number | undefined;
       for (;;) {

@@ -6,6 +6,8 @@
  * Owns: the enforced settings and the checks. Must not: import the client or read the environment.
  */
 import { ConfigError } from '../../core/errors.ts';
+import { parseOffsetReset } from '../offset-range.ts';
+import type { OffsetReset } from '../offset-range.ts';
 
 export type ClientSettings = Readonly<Record<string, string>>;
 
@@ -32,12 +34,20 @@ function merged(layers: readonly (ClientSettings | undefined)[]): LibrdkafkaConf
   return out;
 }
 
+/** The `auto.offset.reset` the user configured for the task consumer (connector override over worker `consumer.`), if any. */
+export function sourceOffsetReset(base: ClientSettings, overrides: ClientSettings | undefined): OffsetReset | undefined {
+  return parseOffsetReset(overrides?.['auto.offset.reset'] ?? base['auto.offset.reset']);
+}
+
 /**
- * The sink task's consumer: the connector's group, cooperative-sticky, manual offsets only. Like Connect's
- * sink consumers, a partition without a committed offset starts at `earliest` unless overridden.
+ * The sink task's consumer: the connector's group, cooperative-sticky, manual offsets only. Where a partition
+ * starts is decided by the source at assignment (consume/offset-range.ts: earliest without a committed offset,
+ * like Connect's sink consumers); librdkafka's `auto.offset.reset` is `error` unless the user set one, so a
+ * position that leaves the log later (retention passing a lagging task) fails instead of silently jumping.
  */
 export function sourceConsumerConfig(base: ClientSettings, overrides: ClientSettings | undefined, groupId: string): LibrdkafkaConfig {
-  const out = merged([{ 'auto.offset.reset': 'earliest' }, base, overrides]);
+  const out = merged([base, overrides]);
+  out['auto.offset.reset'] = sourceOffsetReset(base, overrides) ?? 'error';
   if (groupId === '') throw new ConfigError('the consumer group id may not be empty');
   enforce(out, 'group.id', groupId, 'the group is the connector\'s (connect-<name> or consumer.override.group.id)');
   enforce(out, 'enable.auto.commit', 'false', 'offsets are committed only in the commit cycle\'s transaction');

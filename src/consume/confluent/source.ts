@@ -9,10 +9,25 @@
  * incrementalUnassign. Records of a partition revoked during this poll are dropped (the next owner reads
  * them from the committed offset).
  *
- * Owns: the consumer's lifecycle, rebalance sequencing, record conversion. Must not: commit offsets
- * (only the transactional producer does), buffer records beyond what one poll asked for.
+ * Start positions (review O6, consume/offset-range.ts): before assigning partitions we read the group's
+ * committed offsets and, for those that have one, the partition's log range, and assign each at an explicit
+ * offset: earliest without a committed offset, the committed offset when it is in the log, and otherwise a
+ * FatalError naming the partition, offset and range — unless the user configured `auto.offset.reset`, which
+ * then applies (logged with the records skipped). librdkafka's own reset is `error` unless configured, so
+ * a position that leaves the log later (retention passing a lagging task) fails too: its
+ * ERR__AUTO_OFFSET_RESET carries no partition, so we look up which one. The binding drops a consume error
+ * that follows records in the same batch (workers.cc, KafkaConsumerConsumeNum) and librdkafka then stops
+ * fetching the partition: every `stallCheckMs` the positions of idle, unpaused partitions are checked
+ * against their log ranges, so such a stall fails too instead of going silent.
+ *
+ * Owns: the consumer's lifecycle, rebalance sequencing, start positions, record conversion. Must not:
+ * commit offsets (only the transactional producer does), buffer records beyond what one poll asked for.
  */
-import { RetriableError } from '../../core/errors.ts';
+import { IcefloeError, RetriableError } from '../../core/errors.ts';
+import { SILENT_LOGGER } from '../../core/log.ts';
+import type { Logger } from '../../core/log.ts';
+import { offsetOutOfRangeError, startPosition } from '../offset-range.ts';
+import type { LogRange, OffsetReset, StartPosition } from '../offset-range.ts';
 import { partitionKey } from '../port.ts';
 import type {
   CommittedOffset, ConsumerGroupMetadata, KafkaSource, PollOptions, RawRecord, RebalanceListener, Subscription, TopicPartition, TopicPartitionOffset,
@@ -20,7 +35,7 @@ import type {
 import { KAFKA_CODES, translateKafkaError } from './errors.ts';
 import { RdKafka, call, groupMetadataHandle, nextTick, sync, toRawRecord } from './internal.ts';
 import type { KafkaConsumerClient } from './internal.ts';
-import { offsetFromNumber, offsetToNumber, regexSubscription, sourceConsumerConfig, splitTopicConfig } from './settings.ts';
+import { offsetFromNumber, offsetToNumber, regexSubscription, sourceConsumerConfig, sourceOffsetReset, splitTopicConfig } from './settings.ts';
 import type { ClientSettings } from './settings.ts';
 
 export interface SourceOptions {
@@ -30,7 +45,15 @@ export interface SourceOptions {
   readonly overrides?: ClientSettings;
   readonly groupId: string;
   readonly clientId?: string;
+  /** Where a reset the user configured is reported (records skipped). */
+  readonly log?: Logger;
+  /** How often idle partitions with unread records are checked for a position outside the log (default 60 s). */
+  readonly stallCheckMs?: number;
 }
+
+/** librdkafka's logical offsets for an assignment. */
+const OFFSET_BEGINNING = -2;
+const OFFSET_END = -1;
 
 interface RebalanceEvent {
   readonly kind: 'assign' | 'revoke' | 'error';
@@ -46,13 +69,23 @@ export class ConfluentKafkaSource implements KafkaSource {
   readonly #assigned = new Map<string, TopicPartition>();
   /** First offset returned per partition since it was assigned: the rewind target without a committed offset. */
   readonly #firstReturned = new Map<string, bigint>();
+  /** Partitions paused by the caller, and those that returned records since the last stall check. */
+  readonly #paused = new Set<string>();
+  readonly #returnedSince = new Set<string>();
+  readonly #reset: OffsetReset | undefined;
+  readonly #log: Logger;
+  readonly #stallCheckMs: number;
+  #lastStallCheck = Date.now();
   #listener: RebalanceListener | undefined;
   #closing = false;
   #polling = false;
 
-  private constructor(groupId: string, consumer: KafkaConsumerClient) {
+  private constructor(groupId: string, consumer: KafkaConsumerClient, options: SourceOptions) {
     this.groupId = groupId;
     this.#consumer = consumer;
+    this.#reset = sourceOffsetReset(options.settings, options.overrides);
+    this.#log = options.log ?? SILENT_LOGGER;
+    this.#stallCheckMs = options.stallCheckMs ?? 60_000;
   }
 
   static async connect(options: SourceOptions): Promise<ConfluentKafkaSource> {
@@ -65,7 +98,7 @@ export class ConfluentKafkaSource implements KafkaSource {
       ...global,
       rebalance_cb: (err: RdKafka.LibrdKafkaError | undefined, assignment: RdKafka.TopicPartition[]) => box.self?.onRebalance(err, assignment),
     }, topic) as KafkaConsumerClient);
-    const self = new ConfluentKafkaSource(options.groupId, consumer);
+    const self = new ConfluentKafkaSource(options.groupId, consumer, options);
     box.self = self;
     await call<unknown>('connect', (cb) => consumer.connect({ timeout: 10_000 }, cb));
     return self;
@@ -100,9 +133,9 @@ export class ConfluentKafkaSource implements KafkaSource {
     }
   }
 
-  private applyAssignment(kind: 'assign' | 'revoke', partitions: TopicPartition[]): void {
+  private applyAssignment(kind: 'assign' | 'revoke', partitions: TopicPartition[], starts?: ReadonlyMap<string, StartPosition>): void {
     const eager = this.#consumer.rebalanceProtocol() === 'EAGER';
-    const tps = partitions.map((p) => ({ topic: p.topic, partition: p.partition }));
+    const tps = partitions.map((p) => this.withStart(p, starts?.get(partitionKey(p))));
     if (kind === 'assign') {
       if (eager) this.#consumer.assign(tps);
       else this.#consumer.incrementalAssign(tps);
@@ -116,8 +149,119 @@ export class ConfluentKafkaSource implements KafkaSource {
       for (const p of partitions) {
         this.#assigned.delete(partitionKey(p));
         this.#firstReturned.delete(partitionKey(p));
+        this.#paused.delete(partitionKey(p));
       }
     }
+  }
+
+  /** Assigns partitions already assigned again, at the given starts (the others keep their positions). */
+  private reassign(starts: ReadonlyMap<string, StartPosition>): void {
+    const tps = [...starts.keys()].map((k) => this.#assigned.get(k)).filter((p): p is TopicPartition => p !== undefined);
+    if (this.#consumer.rebalanceProtocol() === 'EAGER') {
+      // assign() replaces the whole assignment: every other partition is given its current position.
+      const keep = new Map<string, StartPosition>(starts);
+      for (const p of this.position(this.assignment())) if (!keep.has(partitionKey(p)) && p.offset !== null) keep.set(partitionKey(p), { kind: 'offset', offset: p.offset });
+      sync('assign', () => this.#consumer.assign(this.assignment().map((p) => this.withStart(p, keep.get(partitionKey(p))))));
+      return;
+    }
+    sync('assign', () => this.#consumer.incrementalUnassign(tps.map((p) => ({ topic: p.topic, partition: p.partition }))));
+    sync('assign', () => this.#consumer.incrementalAssign(tps.map((p) => this.withStart(p, starts.get(partitionKey(p))))));
+  }
+
+  /** A partition for assign(), with librdkafka's offset for `start` (none: its committed offset). */
+  private withStart(p: TopicPartition, start: StartPosition | undefined): RdKafka.TopicPartitionOffset | RdKafka.TopicPartition {
+    const tp = { topic: p.topic, partition: p.partition };
+    if (start === undefined) return tp;
+    return { ...tp, offset: start.kind === 'offset' ? offsetToNumber(start.offset) : start.kind === 'earliest' ? OFFSET_BEGINNING : OFFSET_END };
+  }
+
+  /**
+   * The logs' offsets [low, high) as the partition leaders report them now: two batched ListOffsets
+   * (earliest, latest) whatever the number of partitions. A partition the broker gave no answer for is missing.
+   */
+  private async logRanges(partitions: readonly TopicPartition[], timeoutMs = 10_000): Promise<Map<string, LogRange>> {
+    const out = new Map<string, LogRange>();
+    if (partitions.length === 0) return out;
+    const ask = (timestamp: number): Promise<RdKafka.TopicPartitionOffset[]> =>
+      call('watermarks', (cb) => this.#consumer.offsetsForTimes(partitions.map((p) => ({ topic: p.topic, partition: p.partition, offset: timestamp })), timeoutMs, cb));
+    const [lows, highs] = await Promise.all([ask(OFFSET_BEGINNING), ask(OFFSET_END)]);
+    const high = new Map(highs.filter((h) => typeof h.offset === 'number' && h.offset >= 0).map((h) => [partitionKey(h), BigInt(h.offset)]));
+    for (const l of lows) {
+      const h = typeof l.offset === 'number' && l.offset >= 0 ? high.get(partitionKey(l)) : undefined;
+      if (h !== undefined) out.set(partitionKey(l), { low: BigInt(l.offset), high: h });
+    }
+    return out;
+  }
+
+  /**
+   * Start offsets for newly assigned partitions (see the module header). A partition whose committed offset
+   * is outside its log gets no explicit start (librdkafka fails its fetch); the first such error is returned
+   * with the starts of the others.
+   */
+  private async startPositions(partitions: readonly TopicPartition[]): Promise<{ starts: Map<string, StartPosition>; failure: unknown }> {
+    const committed = await this.committed(partitions);
+    const logs = await this.logRanges(committed.filter((c) => c.offset !== null));
+    const starts = new Map<string, StartPosition>();
+    let failure: unknown;
+    for (const c of committed) {
+      const log = logs.get(partitionKey(c));
+      if (c.offset !== null && log === undefined) continue; // no answer: librdkafka's committed offset, checked by its fetch
+      try {
+        const decision = startPosition(c, c.offset === null || log === undefined ? null : { offset: c.offset, log }, this.#reset);
+        starts.set(partitionKey(c), decision.start);
+        if (decision.reset !== undefined) this.#log.warn(decision.reset.message, decision.reset.fields);
+      } catch (e) {
+        failure ??= e;
+      }
+    }
+    return { starts, failure };
+  }
+
+  /**
+   * For partitions that may have stopped fetching (after librdkafka's reset error, or idle with unread
+   * records): the first whose position (before it returned anything: its committed offset) is outside its
+   * log, as the error to throw. After librdkafka's reset error (`restart`), a partition without a committed
+   * offset (its start could not be decided at assignment, so the `error` reset stopped it) is assigned
+   * again where a new partition starts.
+   */
+  private async findOutOfRange(partitions: readonly TopicPartition[], restart: boolean): Promise<IcefloeError | undefined> {
+    const positions = this.position(partitions);
+    const unread = positions.filter((p) => p.offset === null);
+    const committed = unread.length === 0 ? [] : await this.committed(unread);
+    const known = [...positions, ...committed].filter((p) => p.offset !== null);
+    const logs = await this.logRanges(known);
+    const restarts = new Map<string, StartPosition>();
+    for (const p of committed) {
+      // startPosition throws under a configured reset=error.
+      if (p.offset === null && restart) restarts.set(partitionKey(p), startPosition(p, null, this.#reset).start);
+    }
+    // librdkafka stopped these partitions (a seek now fails with ERR__STATE): assign them again, at their start.
+    if (restarts.size > 0) this.reassign(restarts);
+    for (const p of known) {
+      const log = logs.get(partitionKey(p));
+      const offset = p.offset as bigint;
+      if (log !== undefined && (offset < log.low || offset > log.high)) {
+        return offsetOutOfRangeError(p, offset, log, positions.includes(p) ? 'the consumer\'s position' : 'the group\'s committed offset');
+      }
+    }
+    return undefined;
+  }
+
+  /** Every `stallCheckMs`: the positions of idle, unpaused partitions must still be in their logs (two batched requests). */
+  private async checkStalled(): Promise<void> {
+    const now = Date.now();
+    if (now - this.#lastStallCheck < this.#stallCheckMs || this.#reset === 'earliest' || this.#reset === 'latest') return;
+    this.#lastStallCheck = now;
+    const idle = this.assignment().filter((p) => !this.#paused.has(partitionKey(p)) && !this.#returnedSince.has(partitionKey(p)));
+    this.#returnedSince.clear();
+    let error: IcefloeError | undefined;
+    try {
+      error = await this.findOutOfRange(idle, false);
+    } catch (e) {
+      if (!(e instanceof RetriableError)) throw e;
+      this.#log.debug('stall check skipped', { error: e.message }); // a check, not a read: try again next time
+    }
+    if (error !== undefined) throw error;
   }
 
   /** Serves queued rebalance events in order; returns the keys revoked. The first listener error is rethrown after all are served. */
@@ -131,8 +275,18 @@ export class ConfluentKafkaSource implements KafkaSource {
         continue;
       }
       if (event.kind === 'assign') {
+        // Assigned even when a start cannot be decided (librdkafka waits for it): those partitions get
+        // librdkafka's committed offset, whose fetch fails under auto.offset.reset=error.
+        let starts: ReadonlyMap<string, StartPosition> | undefined;
         try {
-          this.applyAssignment('assign', event.partitions);
+          const decided = await this.startPositions(event.partitions);
+          starts = decided.starts;
+          if (decided.failure !== undefined) failure ??= decided.failure;
+        } catch (e) {
+          failure ??= e;
+        }
+        try {
+          this.applyAssignment('assign', event.partitions, starts);
         } catch (e) {
           failure ??= translateKafkaError(e, 'assign');
           continue;
@@ -176,7 +330,16 @@ export class ConfluentKafkaSource implements KafkaSource {
       this.#consumer.setDefaultConsumeTimeout(timeoutMs);
       // Wait only for the first record; then take what is already fetched (the client's own default waits per record).
       this.#consumer.setDefaultIsTimeoutOnlyForFirstMessage(true);
-      const messages = await call<RdKafka.Message[]>('poll', (cb) => this.#consumer.consume(Math.max(1, options.maxRecords), cb));
+      let messages: RdKafka.Message[];
+      try {
+        messages = await call<RdKafka.Message[]>('poll', (cb) => this.#consumer.consume(Math.max(1, options.maxRecords), cb));
+      } catch (e) {
+        // librdkafka's reset error does not say which partition: find it, and say what to do.
+        if (!(e instanceof IcefloeError) || e.context['kafkaCode'] !== KAFKA_CODES.ERR__AUTO_OFFSET_RESET) throw e;
+        const explained = await this.findOutOfRange(this.assignment(), true);
+        if (explained !== undefined) throw explained;
+        messages = []; // a partition without a committed offset was sent to its start: nothing lost, poll again
+      }
       // A rebalance the consume call served is delivered through a separate async handle: let it arrive.
       await nextTick();
       const revoked = await this.serveRebalances();
@@ -186,8 +349,10 @@ export class ConfluentKafkaSource implements KafkaSource {
         if (revoked.has(key) || !this.#assigned.has(key)) continue;
         const record = toRawRecord(m);
         if (!this.#firstReturned.has(key)) this.#firstReturned.set(key, record.offset);
+        this.#returnedSince.add(key);
         out.push(record);
       }
+      await this.checkStalled();
       return out;
     } finally {
       this.#polling = false;
@@ -196,10 +361,12 @@ export class ConfluentKafkaSource implements KafkaSource {
 
   pause(partitions: readonly TopicPartition[]): void {
     sync('pause', () => this.#consumer.pause(partitions.map((p) => ({ topic: p.topic, partition: p.partition }))));
+    for (const p of partitions) this.#paused.add(partitionKey(p));
   }
 
   resume(partitions: readonly TopicPartition[]): void {
     sync('resume', () => this.#consumer.resume(partitions.map((p) => ({ topic: p.topic, partition: p.partition }))));
+    for (const p of partitions) this.#paused.delete(partitionKey(p));
   }
 
   async seek(position: TopicPartitionOffset): Promise<void> {

@@ -1,7 +1,8 @@
 /**
  * `ControlTopicReader` over the in-memory Kafka: read_committed, auto.offset.reset=error. Like the
- * confluent reader, a read first checks every start position against its log (below the log start or
- * past the high watermark is a `FatalError`: announcements were deleted or the topic recreated), then
+ * confluent reader, a read first checks every start position against its log (past the high watermark is
+ * a `FatalError`: the topic was recreated; below the log start a `RetriableError`: retention deleted
+ * records since the caller looked, so it looks again), then
  * returns every committed record from each position up to the partition's last stable offset as of the
  * call, and reports where it stopped: the LSO, or just past the last record when `maxRecords` or
  * `maxBytes` ran out.
@@ -70,11 +71,9 @@ export class MemoryControlTopicReader implements ControlTopicReader {
     const key = partitionKey(p);
     const log = this.#broker.partitionLog(p);
     if (log === undefined) throw new RetriableError(`Kafka read-control: no offsets for ${key}`, { context: { operation: 'read-control', partition: key } });
-    if (p.offset < log.logStart || p.offset > log.high) {
-      throw new FatalError(`control topic position ${key}@${p.offset} is outside the log [${log.logStart}, ${log.high}]: announcements were deleted or the topic was recreated`, {
-        context: { partition: key, position: String(p.offset), logStart: String(log.logStart), highWatermark: String(log.high) },
-      });
-    }
+    const context = { partition: key, position: String(p.offset), logStart: String(log.logStart), highWatermark: String(log.high) };
+    if (p.offset > log.high) throw new FatalError(`control topic position ${key}@${p.offset} is outside the log [${log.logStart}, ${log.high}]: the topic was recreated`, { context });
+    if (p.offset < log.logStart) throw new RetriableError(`control topic position ${key}@${p.offset} is below the log start ${log.logStart}: retention deleted records since the read began; reading again`, { context });
     return log;
   }
 }

@@ -7,13 +7,19 @@
  * and rejoins under a new member id; then partitions no longer in its target are revoked
  * (`onRevoked(moved, {lost: false})`) and only afterwards handed to the group; then free partitions of
  * its target are taken and `onAssigned(new)` runs before any of their records is returned. A listener
- * that throws makes `poll()` reject after the step completed. A new partition starts at the group's
- * committed offset, else at `autoOffsetReset`; while an open transaction carries an offset for it the
- * partition is not fetched (the committed offset is unstable, librdkafka waits too).
+ * that throws makes `poll()` reject after the step completed. A new partition starts as the confluent
+ * adapter starts it (consume/offset-range.ts): at the group's committed offset when it is in the log, at
+ * the earliest offset without one, and a committed offset or position outside the log is a FatalError
+ * unless `autoOffsetReset` (the user's auto.offset.reset) is set; while an open transaction carries an
+ * offset for it the partition is not fetched (the committed offset is unstable, librdkafka waits too).
  *
  * Owns: one member's assignment, positions and rebalance sequencing. Must not: commit offsets.
  */
-import { ConfigError, FatalError, RetriableError } from '../../core/errors.ts';
+import { ConfigError, RetriableError } from '../../core/errors.ts';
+import { SILENT_LOGGER } from '../../core/log.ts';
+import type { Logger } from '../../core/log.ts';
+import { offsetOutOfRangeError, startPosition } from '../offset-range.ts';
+import type { OffsetReset } from '../offset-range.ts';
 import { partitionKey } from '../port.ts';
 import type {
   CommittedOffset, ConsumerGroupMetadata, KafkaSource, PollOptions, RawRecord, RebalanceListener, Subscription, TopicPartition, TopicPartitionOffset,
@@ -30,8 +36,13 @@ export interface MemorySourceOptions {
   readonly groupId: string;
   /** Names the client for fault injection; default `<groupId>-source-<n>`. */
   readonly clientId?: string;
-  /** Start of a partition without a committed offset, and what a position outside the log does. Default earliest. */
-  readonly autoOffsetReset?: 'earliest' | 'latest' | 'error';
+  /**
+   * The user's auto.offset.reset: start of a partition without a committed offset, and what a committed offset
+   * or position outside the log does. Unset (Icefloe's default): earliest without one, a FatalError outside.
+   */
+  readonly autoOffsetReset?: OffsetReset;
+  /** Where a configured reset is reported (records skipped). */
+  readonly log?: Logger;
 }
 
 interface Assigned {
@@ -50,7 +61,8 @@ export class MemoryKafkaSource implements KafkaSource {
   readonly groupId: string;
   readonly clientId: string;
   readonly #broker: Broker;
-  readonly #reset: 'earliest' | 'latest' | 'error';
+  readonly #reset: OffsetReset | undefined;
+  readonly #log: Logger;
   readonly #assigned = new Map<string, Assigned>();
   #listener: RebalanceListener | undefined;
   #subscribes: ((topic: string) => boolean) | undefined;
@@ -66,7 +78,8 @@ export class MemoryKafkaSource implements KafkaSource {
     this.#broker = broker;
     this.groupId = options.groupId;
     this.clientId = options.clientId ?? `${options.groupId}-source-${broker.nextClientNumber()}`;
-    this.#reset = options.autoOffsetReset ?? 'earliest';
+    this.#reset = options.autoOffsetReset;
+    this.#log = options.log ?? SILENT_LOGGER;
   }
 
   /** The member id in the group (a new one after each rejoin); null before `subscribe`. */
@@ -286,21 +299,21 @@ export class MemoryKafkaSource implements KafkaSource {
 
   /** The partition's fetch position, resolved from the committed offset or the reset policy; undefined: wait. */
   #fetchPosition(a: Assigned, log: PartitionLog): bigint | undefined {
+    const range = { low: log.logStart, high: log.high };
     if (a.fetch === undefined) {
       if (this.#broker.offsetPending(this.groupId, a.tp)) return undefined;
-      a.fetch = this.#group().committed.get(partitionKey(a.tp)) ?? this.#resetPosition(a.tp, log, 'no committed offset');
+      const committed = this.#group().committed.get(partitionKey(a.tp));
+      const decision = startPosition(a.tp, committed === undefined ? null : { offset: committed, log: range }, this.#reset);
+      if (decision.reset !== undefined) this.#log.warn(decision.reset.message, decision.reset.fields);
+      const start = decision.start;
+      a.fetch = start.kind === 'offset' ? start.offset : start.kind === 'earliest' ? log.logStart : log.high;
     }
     if (a.fetch < log.logStart || a.fetch > log.high) {
-      a.fetch = this.#resetPosition(a.tp, log, `offset ${a.fetch} is outside the log [${log.logStart}, ${log.high}]`);
+      // Later (retention passed a lagging reader): librdkafka's own reset, `error` unless the user set one.
+      if (this.#reset === 'earliest') a.fetch = log.logStart;
+      else if (this.#reset === 'latest') a.fetch = log.high;
+      else throw offsetOutOfRangeError(a.tp, a.fetch, range, 'the consumer\'s position');
     }
     return a.fetch;
-  }
-
-  #resetPosition(tp: TopicPartition, log: PartitionLog, why: string): bigint {
-    if (this.#reset === 'earliest') return log.logStart;
-    if (this.#reset === 'latest') return log.high;
-    throw new FatalError(`Kafka poll failed: ${partitionKey(tp)}: ${why} and auto.offset.reset=error`, {
-      context: { operation: 'poll', partition: partitionKey(tp), logStart: String(log.logStart), highWatermark: String(log.high) },
-    });
   }
 }

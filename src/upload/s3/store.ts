@@ -10,7 +10,8 @@
  * Must not: log credentials or object bodies, or leave an incomplete multipart upload behind on failure
  * (it is aborted; should the abort fail too, the bucket's AbortIncompleteMultipartUpload rule is the net).
  *
- * Memory bound of putStream: about `multipartThresholdBytes + maxConcurrentParts × partSizeBytes`.
+ * Memory bound of putStream: about `multipartThresholdBytes + maxConcurrentParts × partSizeBytes`; what it
+ * holds of one put (queued chunks and parts in flight) is reported through `PutOptions.onHeldBytes`.
  */
 import { createHash } from 'node:crypto';
 import {
@@ -329,6 +330,13 @@ export class S3ObjectStore implements ObjectStore {
     const inFlight = new Set<Promise<void>>();
     let failure: unknown;
     let total = 0;
+    let inFlightBytes = 0;
+    let reported = -1;
+    const report = (): void => {
+      const held = queue.size + inFlightBytes;
+      if (held !== reported) options.onHeldBytes?.(held);
+      reported = held;
+    };
 
     const startPart = (bytes: Uint8Array): void => {
       const partNumber = parts.length + inFlight.size + 1;
@@ -353,8 +361,14 @@ export class S3ObjectStore implements ObjectStore {
           failure ??= e;
         },
       );
-      const tracked = p.finally(() => inFlight.delete(tracked));
+      inFlightBytes += bytes.byteLength;
+      const tracked = p.finally(() => {
+        inFlight.delete(tracked);
+        inFlightBytes -= bytes.byteLength;
+        report();
+      });
       inFlight.add(tracked);
+      report();
     };
 
     try {
@@ -362,8 +376,10 @@ export class S3ObjectStore implements ObjectStore {
         if (failure !== undefined) break;
         options.signal?.throwIfAborted();
         if (chunk.byteLength === 0) continue;
-        queue.push(chunk.slice()); // a producer may reuse its buffer once we ask for the next chunk
+        // A producer may reuse its buffer once we ask for the next chunk, unless it handed the chunk over.
+        queue.push(options.chunksHandedOver === true ? chunk : chunk.slice());
         total += chunk.byteLength;
+        report();
         if (uploadId === undefined && queue.size > this.#threshold) uploadId = await this.#createUpload(location, bucket, key, options);
         while (uploadId !== undefined && queue.size >= this.#partSize && failure === undefined) {
           while (inFlight.size >= this.#concurrency) await Promise.race(inFlight);
@@ -373,7 +389,11 @@ export class S3ObjectStore implements ObjectStore {
       }
       if (uploadId === undefined) {
         if (failure !== undefined) throw failure;
-        return await this.put(location, queue.take(queue.size), options);
+        // The whole object in one request: held until it is stored.
+        const body = queue.take(queue.size);
+        inFlightBytes = body.byteLength;
+        report();
+        return await this.put(location, body, options);
       }
       if (failure === undefined && queue.size > 0) {
         while (inFlight.size >= this.#concurrency) await Promise.race(inFlight);
@@ -387,6 +407,10 @@ export class S3ObjectStore implements ObjectStore {
       await Promise.allSettled(inFlight);
       if (uploadId !== undefined) await this.#abort(location, bucket, key, uploadId);
       throw e;
+    } finally {
+      queue.take(queue.size); // nothing of a finished or failed put stays referenced
+      inFlightBytes = 0;
+      report();
     }
   }
 

@@ -40,7 +40,7 @@ test('a minimal config gets the Apache sink\'s defaults', () => {
   assert.equal(c.tables.caseInsensitive, false);
   assert.equal(c.tables.unrouted, 'fail');
   assert.deepEqual(c.tables.kafkaMetadata, { columns: [], prefix: '_kafka_metadata_' });
-  assert.deepEqual(c.tables.settings('sales.orders'), { partitionBy: '', routeRegex: null });
+  assert.deepEqual(c.tables.settings('sales.orders'), { partitionBy: '', routeRegex: null, commitBranch: 'main' });
   assert.equal(c.control.topic, 'icefloe-control-orders');
   assert.equal(c.control.commitIntervalMs, 300000);
   assert.equal(c.control.topicRetentionMs, 7 * 24 * 3600 * 1000);
@@ -121,8 +121,6 @@ test('keys Icefloe does not act on yet fail validation with "not supported yet",
     'errors.deadletterqueue.topic.name': 'orders-dlq',
     'errors.deadletterqueue.topic.replication.factor': '1',
     'errors.deadletterqueue.context.headers.enable': 'true',
-    'iceberg.tables.default-commit-branch': 'staging',
-    'iceberg.table.sales.orders.commit-branch': 'audit',
     'iceberg.tables.default-id-columns': 'id',
     'iceberg.table.sales.orders.id-columns': 'order_id, line',
     'iceberg.control.commit.threads': '4',
@@ -140,7 +138,7 @@ test('keys Icefloe does not act on yet fail validation with "not supported yet",
   assert.match(errors.transforms?.[0] ?? '', /needs single message transforms \(SMTs\)\. Records would reach the tables untransformed/);
   assert.match(errors['errors.deadletterqueue.topic.name']?.[0] ?? '', /needs the dead-letter queue\. .*errors\.tolerance=all bad records are skipped and counted/);
   assert.ok(!errors['errors.deadletterqueue.topic.name']?.[0]?.includes('orders-dlq'), 'values are never echoed (they may be secrets)');
-  assert.match(errors['iceberg.table.sales.orders.commit-branch']?.[0] ?? '', /needs commits to a branch other than main\. Every commit goes to the table's main branch/);
+  assert.match(errors['iceberg.table.sales.orders.id-columns']?.[0] ?? '', /needs identifier \(primary-key\) columns/);
   assert.match(errors['iceberg.control.commit.threads']?.[0] ?? '', /distributed mode/);
   assert.throws(() => parseConnectorConfig({ ...BASE, transforms: 'a', 'transforms.a.type': 'X' }), (e: unknown) => e instanceof ConfigError && /2 configuration error\(s\): not supported yet: transforms needs/.test(e.message));
 });
@@ -205,9 +203,15 @@ test('per-table settings override the defaults; table names may contain dots', (
     'iceberg.tables': 'sales.orders,sales.returns',
     'iceberg.tables.default-partition-by': 'day(ts)',
     'iceberg.table.sales.orders.partition-by': 'day(order_ts), bucket(customer_id, 16)',
+    'iceberg.tables.default-commit-branch': ' staging ',
+    'iceberg.table.sales.orders.commit-branch': 'audit',
   });
-  assert.deepEqual(c.tables.settings('sales.orders'), { partitionBy: 'day(order_ts), bucket(customer_id, 16)', routeRegex: null });
-  assert.deepEqual(c.tables.settings('sales.returns'), { partitionBy: 'day(ts)', routeRegex: null });
+  assert.deepEqual(c.tables.settings('sales.orders'), { partitionBy: 'day(order_ts), bucket(customer_id, 16)', routeRegex: null, commitBranch: 'audit' });
+  assert.deepEqual(c.tables.settings('sales.returns'), { partitionBy: 'day(ts)', routeRegex: null, commitBranch: 'staging' });
+  // a table routed dynamically (not listed) gets the default branch; an empty branch name is an error
+  assert.equal(c.tables.settings('sales.other').commitBranch, 'staging');
+  assert.match(errorsOf({ ...BASE, 'iceberg.tables.default-commit-branch': ' ' })['iceberg.tables.default-commit-branch']?.[0] ?? '', /String must be non-empty/);
+  assert.match(errorsOf({ ...BASE, 'iceberg.table.sales.orders.commit-branch': '' })['iceberg.table.sales.orders.commit-branch']?.[0] ?? '', /String must be non-empty/);
   const w = validateConnectorConfig({ ...BASE, 'iceberg.table.sales.other.partition-by': 'day(ts)', 'iceberg.table.sales.orders.sort-by': 'x' });
   assert.equal(w.errorCount, 0);
   assert.ok(w.warnings.some((m) => /sales.other is not in iceberg.tables/.test(m)));

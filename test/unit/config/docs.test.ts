@@ -30,5 +30,6 @@ test('every key refused as "not supported yet" is documented as such, and no oth
     for (const key of listed) if (!key.includes('<') && !key.endsWith('.')) assert.ok(def.key(key) !== undefined, `${key} is defined`);
   }
   const perTable = CONNECTOR_CONFIG_DEF.prefixes().find((p) => p.prefix === 'iceberg.table.');
-  assert.match(perTable?.doc ?? '', /commit-branch and id-columns are not supported yet/);
+  assert.match(perTable?.doc ?? '', /id-columns is not supported yet/);
+  assert.match(perTable?.doc ?? '', /commit-branch overrides iceberg.tables.default-commit-branch/);
 });

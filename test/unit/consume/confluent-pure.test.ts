@@ -9,7 +9,7 @@ import { ConfigError, FatalError, RetriableError } from '../../../src/core/error
 import { TransactionAbortRequiredError, isFenced, requiresAbort, requiresProducerReset } from '../../../src/consume/port.ts';
 import { KAFKA_CODES, explainFence, translateKafkaError } from '../../../src/consume/confluent/errors.ts';
 import {
-  controlReaderConfig, offsetFromNumber, offsetToNumber, regexSubscription, sourceConsumerConfig, splitTopicConfig,
+  controlReaderConfig, offsetFromNumber, offsetToNumber, regexSubscription, sourceConsumerConfig, sourceOffsetReset, splitTopicConfig,
   transactionalProducerConfig, uuidFromHalves, clusterIdFromLogLine,
 } from '../../../src/consume/confluent/settings.ts';
 
@@ -92,15 +92,22 @@ test('translate: retriable, config, offset-reset and unknown errors', () => {
   assert.equal(translateKafkaError(own, 'poll'), own);
 });
 
-test('settings: the source consumer enforces manual offsets, cooperative-sticky and the group; defaults earliest', () => {
+test('settings: the source consumer enforces manual offsets, cooperative-sticky and the group; librdkafka resets only as the user says', () => {
   const c = sourceConsumerConfig(BASE, { 'fetch.max.bytes': '1000' }, 'connect-orders');
   assert.equal(c['group.id'], 'connect-orders');
   assert.equal(c['enable.auto.commit'], 'false');
   assert.equal(c['enable.auto.offset.store'], 'false');
   assert.equal(c['partition.assignment.strategy'], 'cooperative-sticky');
-  assert.equal(c['auto.offset.reset'], 'earliest');
+  // Unset: librdkafka errors (the source starts new partitions at earliest itself; out of range fails).
+  assert.equal(c['auto.offset.reset'], 'error');
+  assert.equal(sourceOffsetReset(BASE, { 'fetch.max.bytes': '1000' }), undefined);
   assert.equal(c['fetch.max.bytes'], '1000');
   assert.equal(sourceConsumerConfig(BASE, { 'auto.offset.reset': 'latest' }, 'g')['auto.offset.reset'], 'latest');
+  // The worker's consumer. value, overridden by the connector's; Java and librdkafka spellings.
+  assert.equal(sourceOffsetReset({ ...BASE, 'auto.offset.reset': 'smallest' }, undefined), 'earliest');
+  assert.equal(sourceOffsetReset({ ...BASE, 'auto.offset.reset': 'earliest' }, { 'auto.offset.reset': 'largest' }), 'latest');
+  assert.equal(sourceConsumerConfig(BASE, { 'auto.offset.reset': 'none' }, 'g')['auto.offset.reset'], 'error');
+  assert.throws(() => sourceConsumerConfig(BASE, { 'auto.offset.reset': 'sometimes' }, 'g'), ConfigError);
   assert.equal(sourceConsumerConfig(BASE, { 'enable.auto.commit': 'FALSE' }, 'g')['enable.auto.commit'], 'false');
   assert.throws(() => sourceConsumerConfig(BASE, { 'enable.auto.commit': 'true' }, 'g'), ConfigError);
   assert.throws(() => sourceConsumerConfig(BASE, { 'enable.auto.offset.store': 'true' }, 'g'), ConfigError);

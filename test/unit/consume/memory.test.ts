@@ -8,6 +8,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { ConfigError, FatalError, RetriableError } from '../../../src/core/errors.ts';
+import { SILENT_LOGGER } from '../../../src/core/log.ts';
 import { isFenced, requiresAbort } from '../../../src/consume/port.ts';
 import type { ConsumerGroupMetadata, RawRecord, RebalanceListener, RevokeInfo, TopicPartition } from '../../../src/consume/port.ts';
 import { MemoryKafka, appliedButFailed, timedOut } from '../../../src/consume/memory/index.ts';
@@ -414,27 +415,54 @@ test('poll: source topics are read_committed too (markers and aborted records sk
   assert.deepEqual(values(await drain(source)), ['pending']);
 });
 
-test('auto.offset.reset: earliest after retention, latest from the end, error as a FatalError', async () => {
+test('start positions: earliest without a committed offset; a committed offset outside the log fails, unless auto.offset.reset is set', async () => {
   const kafka = new MemoryKafka();
   kafka.createTopic('src', 1);
   kafka.produce('src', 0, Array.from({ length: 5 }, (_, i) => ({ value: `v${i}` })));
   kafka.commitOffsets('old', [{ topic: 'src', partition: 0, offset: 1n }]);
+  kafka.commitOffsets('ahead', [{ topic: 'src', partition: 0, offset: 9n }]);
   kafka.deleteRecordsBefore('src', 0, 3n);
 
-  const earliest = kafka.createSource({ groupId: 'old' });
-  await earliest.subscribe({ kind: 'list', topics: ['src'] }, NO_LISTENER);
-  assert.deepEqual(at(await drain(earliest)), ['0@3', '0@4'], 'a committed offset below the log start resets to it');
+  const fresh = kafka.createSource({ groupId: 'fresh' });
+  await fresh.subscribe({ kind: 'list', topics: ['src'] }, NO_LISTENER);
+  assert.deepEqual(at(await drain(fresh)), ['0@3', '0@4'], 'no committed offset: the earliest offset there is');
 
-  const latest = kafka.createSource({ groupId: 'fresh', autoOffsetReset: 'latest' });
+  // Default: never a silent jump, and the message says where, what and what to do.
+  for (const [group, pattern] of [['old', /src\[0\]: the group's committed offset 1 is outside the log, which holds offsets 3 to 4 \(high watermark 5\): records 1 to 2 were deleted/], ['ahead', /offset 9 is outside .* beyond the end of the log .*recreated/]] as const) {
+    const strict = kafka.createSource({ groupId: group });
+    await strict.subscribe({ kind: 'list', topics: ['src'] }, NO_LISTENER);
+    await assert.rejects(strict.poll({ maxRecords: 10, timeoutMs: 0 }), (e: unknown) => e instanceof FatalError && pattern.test(e.message) && /kafka-consumer-groups --reset-offsets/.test(e.message));
+    await strict.close();
+  }
+
+  const warnings: string[] = [];
+  const log = { ...SILENT_LOGGER, warn: (message: string, fields?: Readonly<Record<string, unknown>>) => void warnings.push(`${message} ${JSON.stringify(fields)}`) };
+  const earliest = kafka.createSource({ groupId: 'old', autoOffsetReset: 'earliest', log });
+  await earliest.subscribe({ kind: 'list', topics: ['src'] }, NO_LISTENER);
+  assert.deepEqual(at(await drain(earliest)), ['0@3', '0@4'], 'a configured reset applies to out of range');
+  assert.equal(warnings.length, 1);
+  assert.match(warnings[0] ?? '', /records 1 to 2 were deleted .*continues at offset 3/);
+  await earliest.close();
+
+  const latest = kafka.createSource({ groupId: 'fresh2', autoOffsetReset: 'latest' });
   await latest.subscribe({ kind: 'list', topics: ['src'] }, NO_LISTENER);
   assert.deepEqual(await drain(latest), []);
   kafka.produce('src', 0, [{ value: 'v5' }]);
   assert.deepEqual(at(await drain(latest)), ['0@5']);
 
-  const strict = kafka.createSource({ groupId: 'old', autoOffsetReset: 'error' });
-  await strict.subscribe({ kind: 'list', topics: ['src'] }, NO_LISTENER);
-  await earliest.close();
-  await assert.rejects(strict.poll({ maxRecords: 10, timeoutMs: 0 }), (e: unknown) => e instanceof FatalError && /outside the log/.test(e.message));
+  // A position that leaves the log later (retention passing a lagging reader) fails the same way.
+  kafka.commitOffsets('lagging', [{ topic: 'src', partition: 0, offset: 3n }]);
+  const lagging = kafka.createSource({ groupId: 'lagging' });
+  await lagging.subscribe({ kind: 'list', topics: ['src'] }, NO_LISTENER);
+  await lagging.poll({ maxRecords: 1, timeoutMs: 0 });
+  lagging.pause([{ topic: 'src', partition: 0 }]);
+  kafka.deleteRecordsBefore('src', 0, 6n);
+  lagging.resume([{ topic: 'src', partition: 0 }]);
+  await assert.rejects(lagging.poll({ maxRecords: 10, timeoutMs: 0 }), (e: unknown) => e instanceof FatalError && /the consumer's position 4 is outside the log/.test(e.message));
+
+  const none = kafka.createSource({ groupId: 'fresh3', autoOffsetReset: 'error' });
+  await none.subscribe({ kind: 'list', topics: ['src'] }, NO_LISTENER);
+  await assert.rejects(none.poll({ maxRecords: 10, timeoutMs: 0 }), (e: unknown) => e instanceof FatalError && /no committed offset and auto.offset.reset=error/.test(e.message));
 });
 
 test('rewindToCommitted: back to the committed offset, or without one to the first offset returned since the assignment', async () => {
@@ -455,7 +483,7 @@ test('rewindToCommitted: back to the committed offset, or without one to the fir
   assert.deepEqual(again.filter((r) => r.partition === 1).map((r) => r.offset), [2n, 3n], 'to the first offset returned since the assignment');
 });
 
-test('control reader: retention moves the log start; a position outside the log is a FatalError, never a silent jump; maxRecords stops early', async () => {
+test('control reader: retention moves the log start; below it a RetriableError (read again), past the end a FatalError, never a silent jump; maxRecords stops early', async () => {
   const kafka = new MemoryKafka();
   kafka.createTopic('ctl', 2);
   const producer = kafka.createProducer('c-0');
@@ -469,7 +497,7 @@ test('control reader: retention moves the log start; a position outside the log 
   const admin = kafka.createAdmin();
   assert.deepEqual((await admin.watermarks('ctl')).map((w) => [w.partition, w.low, w.high, w.lastStable]), [[0, 2n, 6n, 6n], [1, 0n, 0n, 0n]]);
   const reader = kafka.createControlReader();
-  await assert.rejects(reader.read([{ topic: 'ctl', partition: 0, offset: 0n }]), (e: unknown) => e instanceof FatalError && e.context['logStart'] === '2');
+  await assert.rejects(reader.read([{ topic: 'ctl', partition: 0, offset: 0n }]), (e: unknown) => e instanceof RetriableError && e.context['logStart'] === '2');
   await assert.rejects(reader.read([{ topic: 'ctl', partition: 0, offset: 7n }]), (e: unknown) => e instanceof FatalError);
 
   const read = await reader.read([{ topic: 'ctl', partition: 0, offset: 2n }, { topic: 'ctl', partition: 1, offset: 0n }]);

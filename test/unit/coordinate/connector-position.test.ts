@@ -13,11 +13,13 @@ import type { ControlRecordRead, TableCommitInput, TablePlan } from '../../../sr
 import { readControlPositions } from '../../../src/coordinate/control-positions.ts';
 import {
   adoptedKey,
+  appliedThroughFor,
   encodePositionMetadata,
   encodeReapplyMark,
   nextAppliedPositions,
   readGroupPositions,
   reapplyKey,
+  tableKey,
 } from '../../../src/coordinate/connector-position.ts';
 import type { ConnectorPositions } from '../../../src/coordinate/connector-position.ts';
 import { announcement, CONNECTOR, ControlLog, emptyTable, file, LIVE, OTHER_TABLE, span, TABLE, withSnapshot } from './fixtures.ts';
@@ -152,6 +154,46 @@ test('C: decoded only from our metadata for the live topic; it only grows', () =
   assert.equal(readGroupPositions([{ partition: 0, offset: 5n, metadata: 'someone else' }], topicId).kind, 'foreign');
   const next = nextAppliedPositions(new Map([[0, { offset: 9n, kind: 'applied' }], [1, { offset: 3n, kind: 'seed' }]]), new Map([[0, 4n], [1, 6n]]));
   assert.deepEqual(next, new Map([[0, { offset: 9n, kind: 'applied' }], [1, { offset: 6n, kind: 'applied' }]]));
+});
+
+test('R (issue 10, O8): a table idle behind the C a stopped table holds back is not stopped when retention passes C; an excepted table is', () => {
+  const { md, log } = idleTable();
+  const logStart = new Map([[0, 8n]]);
+  const otherKey = tableKey(OTHER_TABLE);
+  // C is held at 3 by a stopped table; R says every table but that one applied through 12.
+  const held = (except: string[]): ConnectorPositions => new Map([[0, { offset: 3n, kind: 'applied' as const, rest: { offset: 12n, except } }]]);
+  assert.equal(code(plan(md, log.read(logStart), { logStartOffsets: logStart, connectorPositions: applied([[0, 3n]]) })), 'control-records-lost', 'C alone: the false stop');
+  const p = plan(md, log.read(logStart), { logStartOffsets: logStart, connectorPositions: held([otherKey]) });
+  assert.equal(code(p), 'nothing');
+  assert.equal(p.effectivePositions.get(0), 12n, 'E = R');
+  // The table R excepts (it was the stopped one) is raised by C only: it lost announcements, it stops.
+  const excepted = plan(md, log.read(logStart), { logStartOffsets: logStart, connectorPositions: held([tableKey(TABLE)]) });
+  assert.equal(code(excepted), 'control-records-lost');
+  assert.deepEqual(appliedThroughFor(held([otherKey]), TABLE), new Map([[0, 12n]]));
+  assert.deepEqual(appliedThroughFor(held([tableKey(TABLE)]), TABLE), new Map([[0, 3n]]));
+  // A rollback behind R is found like one behind C: an announcement of the table in [T, R) it no longer holds.
+  const { md: back, log: rlog } = rolledBack();
+  const r = new Map([[0, { offset: 1n, kind: 'applied' as const, rest: { offset: 4n, except: [otherKey] } }]]);
+  assert.equal(code(plan(back, rlog.read(new Map([[0, 2n]])), { connectorPositions: r })), 'positions-rolled-back');
+});
+
+test('R: carried in C\'s commit metadata, recomputed every round, never below C, left out when too long', () => {
+  const topicId = '00000000-0000-0000-0000-000000000001';
+  const keys = [tableKey(TABLE), tableKey(OTHER_TABLE)];
+  const text = encodePositionMetadata('applied', topicId, { offset: 20n, except: keys });
+  assert.match(text, /^icefloe\/1 applied 0{8}-0{4}-0{4}-0{4}-0{11}1 rest=20 except=[0-9a-f]{12},[0-9a-f]{12}$/);
+  assert.deepEqual(readGroupPositions([{ partition: 0, offset: 5n, metadata: text }], topicId), {
+    kind: 'positions',
+    positions: new Map([[0, { offset: 5n, kind: 'applied', rest: { offset: 20n, except: [...keys].sort() } }]]),
+  });
+  const none = encodePositionMetadata('applied', topicId, { offset: 20n, except: [] });
+  assert.deepEqual(readGroupPositions([{ partition: 0, offset: 5n, metadata: none }], topicId), { kind: 'positions', positions: new Map([[0, { offset: 5n, kind: 'applied', rest: { offset: 20n, except: [] } }]]) });
+  assert.equal(encodePositionMetadata('seed', topicId, { offset: 20n, except: [] }), `icefloe/1 seed ${topicId}`, 'a seed says nothing of tables');
+  const many = Array.from({ length: 400 }, (_, i) => tableKey({ namespace: ['db'], name: `t${i}` }));
+  assert.equal(encodePositionMetadata('applied', topicId, { offset: 20n, except: many }), `icefloe/1 applied ${topicId}`, 'over the metadata limit: C alone (always true)');
+  const next = nextAppliedPositions(new Map([[0, { offset: 9n, kind: 'applied', rest: { offset: 30n, except: [] } }]]), new Map([[0, 10n]]), { through: new Map([[0, 25n]]), except: keys });
+  assert.deepEqual(next.get(0), { offset: 10n, kind: 'applied', rest: { offset: 25n, except: keys } }, 'R is this round\'s, not grown from before');
+  assert.deepEqual(nextAppliedPositions(new Map([[0, { offset: 9n, kind: 'applied' }]]), new Map(), { through: new Map([[0, 4n]]), except: [] }).get(0)?.rest, { offset: 9n, except: [] }, 'never below C');
 });
 
 test('D1 defence: an announcement wholly covered by applied source offsets is passed; a partial overlap stops the table', () => {

@@ -131,7 +131,8 @@ describe('Protobuf → Iceberg schema (iceberg-writer.md §2.3)', () => {
     assert.deepStrictEqual(s.fields.map((f) => f.id), [1, 2, 3, 4, 5, 6, 7, 8, 9]);
     // [1, 0] is Order's first nested message (Line)
     assert.deepStrictEqual(protobufToIceberg(PROTO, { message: [1, 0] }).fields.map((f) => f.name), ['sku', 'qty']);
-    assert.throws(() => protobufToIceberg(PROTO, { message: [5] }), ConfigError);
+    // The path comes from a record's frame: one the schema lacks is that record's bad bytes.
+    assert.throws(() => protobufToIceberg(PROTO, { message: [5] }), DataError);
   });
 
   test('proto2: optional → optional (null when absent), required → required; forceOptional', () => {

@@ -7,7 +7,7 @@ import { readManifestList } from '../../../src/iceberg/manifest-list.ts';
 import { findInAncestry, newTableMetadata, snapshotIdFromUuid, type TableMetadata } from '../../../src/iceberg/metadata.ts';
 import { buildPartitionSpec } from '../../../src/iceberg/partition-spec.ts';
 import { computeSnapshotSummary } from '../../../src/iceberg/summary.ts';
-import { applyUpdates } from '../../../src/iceberg/apply-updates.ts';
+import { applyUpdates, checkRequirements } from '../../../src/iceberg/apply-updates.ts';
 import type { Schema } from '../../../src/iceberg/types.ts';
 
 const source: Schema = {
@@ -198,4 +198,42 @@ test('summary totals follow Java: start at 0 without a parent, omitted when the 
   assert.equal(first['total-records'], '0');
   assert.equal(first['changed-partition-count'], '0');
   assert.throws(() => computeSnapshotSummary({ operation: 'append', parentSummary: {}, extra: { 'total-records': '1' } }), { name: 'ConfigError' });
+});
+
+test('an append to a branch that does not exist yet forks it from main (Java SnapshotProducer.toBranch); main stays', () => {
+  const id1 = snapshotIdFromUuid(UUIDS[0] as string);
+  const first = fastAppend({ base: table, files: [dataFile('a', 1, 10n, 100n)], snapshotId: id1, commitUuid: UUIDS[0] as string, attempt: 0, nowMs: 2000 });
+  const md1 = commit(table, first.updates, 2000);
+  // the new branch's parent is main's head, whose manifest list the caller reads
+  assert.equal(parentManifestListLocation(md1, 'stage'), first.manifestList.path);
+  const id2 = snapshotIdFromUuid(UUIDS[1] as string);
+  const onStage = fastAppend({
+    base: md1,
+    files: [dataFile('b', 2, 5n, 50n)],
+    parentManifests: readManifestList(first.manifestList.bytes).manifests,
+    snapshotId: id2,
+    commitUuid: UUIDS[1] as string,
+    attempt: 0,
+    nowMs: 3000,
+    branch: 'stage',
+  });
+  assert.equal(onStage.snapshot.parentSnapshotId, id1);
+  assert.equal(onStage.snapshot.summary['total-records'], '15', 'main\'s rows are in the fork');
+  assert.deepEqual(onStage.requirements[1], { type: 'assert-ref-snapshot-id', ref: 'stage', snapshotId: null }, 'the branch must still not exist');
+  assert.deepEqual(onStage.updates[1], { action: 'set-snapshot-ref', refName: 'stage', ref: { snapshotId: id2, type: 'branch' } });
+  assert.equal(readManifestList(onStage.manifestList.bytes).manifests.length, 2);
+  const md2 = commit(md1, onStage.updates, 3000);
+  assert.equal(md2.currentSnapshotId, id1, 'main did not move');
+  assert.equal(md2.refs['stage']?.snapshotId, id2);
+  // once it exists, the branch builds on its own head and asserts it
+  assert.equal(parentManifestListLocation(md2, 'stage'), onStage.manifestList.path);
+  const id3 = snapshotIdFromUuid(UUIDS[2] as string);
+  const next = fastAppend({ base: md2, files: [dataFile('c', 3, 1n, 10n)], parentManifests: readManifestList(onStage.manifestList.bytes).manifests, snapshotId: id3, commitUuid: UUIDS[2] as string, attempt: 0, nowMs: 4000, branch: 'stage' });
+  assert.equal(next.snapshot.parentSnapshotId, id2);
+  assert.deepEqual(next.requirements[1], { type: 'assert-ref-snapshot-id', ref: 'stage', snapshotId: id2 });
+  // a second first commit to the branch (built on md1) can no longer land
+  assert.throws(() => checkRequirements(md2, onStage.requirements), /stage was created concurrently/);
+  // the branch of an empty table starts without a parent
+  const fresh = fastAppend({ base: table, files: [dataFile('d', 4, 1n, 10n)], snapshotId: id3, commitUuid: UUIDS[2] as string, attempt: 0, nowMs: 2000, branch: 'stage' });
+  assert.equal(fresh.snapshot.parentSnapshotId, undefined);
 });

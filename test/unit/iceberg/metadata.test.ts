@@ -4,6 +4,7 @@ import { readFileSync } from 'node:fs';
 import { parseJson, stringifyJson } from '../../../src/core/json.ts';
 import {
   branchAncestry,
+  commitBaseId,
   currentSchema,
   currentSnapshot,
   defaultSpec,
@@ -99,6 +100,17 @@ test('ancestry helpers and the newest snapshot carrying a summary key', () => {
   assert.deepEqual(findInAncestry(expired, 'icefloe.control-offsets.orders-sink'), { scanned: 1, truncated: true });
   // no branch at all
   assert.deepEqual(findInAncestry({ ...md, refs: {} }, 'x'), { scanned: 0, truncated: false });
+});
+
+test('a branch is searched from its own head; one that does not exist yet from main\'s, which its first commit forks from', () => {
+  const md = tableMetadataFromJson(JAVA);
+  const key = 'icefloe.control-offsets.orders-sink';
+  const withBranch: TableMetadata = { ...md, refs: { ...md.refs, audit: { snapshotId: 3051729675574597004n, type: 'branch' } } };
+  assert.deepEqual(findInAncestry(withBranch, key, 'audit'), { scanned: 1, truncated: false }, 'main\'s newer snapshots are not the branch\'s');
+  assert.equal(commitBaseId(withBranch, 'audit'), 3051729675574597004n);
+  assert.equal(findInAncestry(md, key, 'stage').snapshot?.snapshotId, 7160124811247582466n);
+  assert.equal(commitBaseId(md, 'stage'), 8744736658442914487n);
+  assert.equal(commitBaseId({ ...md, refs: {} }, 'stage'), undefined);
 });
 
 test('snapshot ids come from a caller UUID the way Java derives them (halves XORed, sign bit masked)', () => {

@@ -23,6 +23,8 @@ import { readManifest } from '../../../src/iceberg/manifest.ts';
 import { readManifestList } from '../../../src/iceberg/manifest-list.ts';
 import { currentSchema } from '../../../src/iceberg/metadata.ts';
 import { valueFormat } from '../../../src/decode/value-format.ts';
+import type { SchemaResolver } from '../../../src/decode/registry-port.ts';
+import type { BackoffBounds } from '../../../src/core/retry.ts';
 import { SinkTask } from '../../../src/runtime/task.ts';
 import { MemoryObjectStore } from '../../../src/upload/memory.ts';
 import { readBack } from '../write/helpers.ts';
@@ -61,6 +63,8 @@ export interface RigOptions {
   readonly partitions?: number;
   /** Extra connector keys (e.g. commit triggers). */
   readonly config?: Readonly<Record<string, string>>;
+  /** The schema registry of a registry converter (e.g. Avro with a fake registry). */
+  readonly resolver?: SchemaResolver;
 }
 
 export class Rig {
@@ -72,9 +76,11 @@ export class Rig {
   readonly connector: ConnectorConfig;
   readonly log: LogLine[] = [];
   private readonly running: RunningTask[] = [];
+  private readonly resolver: SchemaResolver | undefined;
   private seq = 0;
 
   constructor(options: RigOptions = {}) {
+    this.resolver = options.resolver;
     this.kafka.createTopic(TOPIC, options.partitions ?? 2);
     this.kafka.createTopic(CONTROL, 1, { 'cleanup.policy': 'delete' });
     this.memoryCatalog = new MemoryCatalog({ store: this.store, warehouse: 'memory://warehouse' });
@@ -112,7 +118,7 @@ export class Rig {
   }
 
   /** Starts a task (its own consumer and transactional producer) and runs it until stopped. */
-  startTask(taskId: number, options: { crash?: CrashPoints; onAnnounced?: () => void } = {}): RunningTask {
+  startTask(taskId: number, options: { crash?: CrashPoints; onAnnounced?: () => void; schemaWaitBackoff?: BackoffBounds; random?: () => number } = {}): RunningTask {
     const clientId = `orders-sink-${taskId}-${randomUUID().slice(0, 4)}`;
     const source = this.kafka.createSource({ groupId: `connect-${this.connector.name}`, clientId });
     const producer = this.kafka.createProducer(`${this.connector.name}-${taskId}`);
@@ -123,12 +129,14 @@ export class Rig {
       producer,
       catalog: this.catalog,
       store: this.store,
-      format: valueFormat(this.connector.valueConverter as NonNullable<ConnectorConfig['valueConverter']>, undefined, { caseInsensitive: false, forceOptional: true }),
+      format: valueFormat(this.connector.valueConverter as NonNullable<ConnectorConfig['valueConverter']>, this.resolver, { caseInsensitive: false, forceOptional: true }),
       keyConverter: 'string',
       crash: options.crash ?? NO_CRASH_POINTS,
       log: recordingLogger(this.log),
       sleep: () => new Promise((resolve) => setTimeout(resolve, 1)),
       ...(options.onAnnounced === undefined ? {} : { onAnnounced: options.onAnnounced }),
+      ...(options.schemaWaitBackoff === undefined ? {} : { schemaWaitBackoff: options.schemaWaitBackoff }),
+      ...(options.random === undefined ? {} : { random: options.random }),
     });
     const ended: Promise<unknown> = task.run().then(
       () => undefined,
@@ -171,10 +179,11 @@ export class Rig {
     return this.kafka.committed(`connect-${this.connector.name}`, { topic: TOPIC, partition });
   }
 
-  /** The data files of the table's current snapshot. */
-  async tableFiles(table: string = TABLE): Promise<string[]> {
+  /** The data files of the table's current snapshot (or of the head of branch `ref`). */
+  async tableFiles(table: string = TABLE, ref?: string): Promise<string[]> {
     const md = (await this.catalog.loadTable(parseIdentifier(table))).metadata;
-    const snap = md.snapshots.find((s) => s.snapshotId === md.currentSnapshotId);
+    const head = ref === undefined ? md.currentSnapshotId : md.refs[ref]?.snapshotId;
+    const snap = md.snapshots.find((s) => s.snapshotId === head);
     if (snap === undefined) return [];
     const out: string[] = [];
     for (const m of readManifestList(await this.store.get(snap.manifestList)).manifests) {
@@ -183,11 +192,11 @@ export class Rig {
     return out;
   }
 
-  /** Every row of the table's current snapshot as `partition/offset`, in file order. */
-  async tableCoordinates(table: string = TABLE): Promise<string[]> {
+  /** Every row of the table's current snapshot (or of the head of branch `ref`) as `partition/offset`, in file order. */
+  async tableCoordinates(table: string = TABLE, ref?: string): Promise<string[]> {
     const schema = currentSchema((await this.catalog.loadTable(parseIdentifier(table))).metadata);
     const out: string[] = [];
-    for (const path of await this.tableFiles(table)) {
+    for (const path of await this.tableFiles(table, ref)) {
       const { rows } = await readBack(await this.store.get(path), schema);
       for (const r of rows) out.push(`${String(r['_kafka_metadata_partition'])}/${String(r['_kafka_metadata_offset'])}`);
     }

@@ -248,6 +248,28 @@ test('putStream: at most maxConcurrentParts parts are in flight (bounded memory)
   assert.equal(fake.maxInFlightParts, 2);
 });
 
+test('putStream reports what it holds (queued chunks, parts in flight) through onHeldBytes, ending at 0', async () => {
+  const fake = new FakeS3();
+  const { store } = storeOn(fake, { maxConcurrentParts: 2 });
+  const reports: number[] = [];
+  await store.putStream('s3://b/held', chunks(randomBytes(6 * MIN_PART_SIZE), MiB), { onHeldBytes: (b) => reports.push(b) });
+  assert.ok(reports.length > 10);
+  // Up to the threshold plus the parts in flight; with each part the queue shrinks by what went into it.
+  assert.ok(Math.max(...reports) <= MIN_PART_SIZE + 2 * MIN_PART_SIZE + MiB, `peak ${Math.max(...reports)}`);
+  assert.ok(Math.max(...reports) >= 2 * MIN_PART_SIZE, 'parts in flight are held too');
+  assert.equal(reports.at(-1), 0, 'a finished put holds nothing');
+  // Below the threshold the object is held whole until its PutObject is answered.
+  const small: number[] = [];
+  await store.putStream('s3://b/small-held', chunks(randomBytes(3 * MiB), MiB), { onHeldBytes: (b) => small.push(b) });
+  assert.deepEqual(small, [MiB, 2 * MiB, 3 * MiB, 0]);
+  // A failed put also ends at 0.
+  const failed: number[] = [];
+  fake.fault = (c) => (c instanceof UploadPartCommand ? { before: sdkError('InternalError', 500) } : undefined);
+  const { store: broken } = storeOn(fake, { retry: { maxAttempts: 1 } });
+  await assert.rejects(broken.putStream('s3://b/held-broken', chunks(randomBytes(3 * MIN_PART_SIZE), MiB), { onHeldBytes: (b) => failed.push(b) }));
+  assert.equal(failed.at(-1), 0);
+});
+
 test('putStream: a part that keeps failing aborts the upload; no object, no open upload', async () => {
   const fake = new FakeS3();
   fake.fault = (c) => (c instanceof UploadPartCommand && c.input.PartNumber === 2 ? { before: sdkError('InternalError', 500) } : undefined);

@@ -8,7 +8,7 @@ import type { ColumnMetaData } from 'hyparquet';
 import type { Schema } from '../../../src/iceberg/types.ts';
 import { FatalError } from '../../../src/core/errors.ts';
 import { MemoryObjectStore } from '../../../src/upload/memory.ts';
-import { addUuidLogicalTypes, locateFooter, parseFooter, rowGroupStart } from '../../../src/write/footer.ts';
+import { editFooter, locateFooter, parseFooter, rowGroupStart, uuidLogicalTypeEdits } from '../../../src/write/footer.ts';
 import { buildLayout, RecordAppender } from '../../../src/write/index.ts';
 import { StreamingParquetFile } from '../../../src/write/parquet.ts';
 import { TYPE_MATRIX_SCHEMA, typeMatrixRows } from '../../helpers/type-matrix.ts';
@@ -81,7 +81,7 @@ test('the UUID edit: logical type added, footer length updated, data unchanged',
   // Idempotent: an element that already has a logical type is left alone.
   const { start, length } = locateFooter(bytes);
   const footer = parseFooter(bytes.subarray(start, start + length));
-  const again = addUuidLogicalTypes(bytes, start, footer.schema, [1]);
+  const again = editFooter(bytes, start, uuidLogicalTypeEdits(footer.schema, [1]));
   assert.equal(again, bytes);
 });
 

@@ -192,10 +192,12 @@ function expectedMetrics(leaf: Leaf, rows: readonly Row[], truncate: number | un
   };
 }
 
-function assertMetrics(file: DataFile, schema: Schema, rows: readonly Row[], truncate: number | undefined = 16): void {
+function assertMetrics(file: DataFile, schema: Schema, rows: readonly Row[], truncate: number | undefined = 16, uuidBounds = false): void {
   assert.equal(file.recordCount, BigInt(rows.length));
   for (const leaf of structLeaves(schema.fields)) {
-    const want = expectedMetrics(leaf, rows, truncate);
+    const computed = expectedMetrics(leaf, rows, truncate);
+    // uuid: counts only unless icefloe.write.metadata.metrics.uuid-bounds (Java compares uuids signed).
+    const want = leaf.type.kind === 'uuid' && !uuidBounds ? { ...computed, lower: undefined, upper: undefined } : computed;
     const name = leaf.path.join('.');
     assert.equal(file.valueCounts?.get(leaf.id), BigInt(want.valueCount), `${name}: value count`);
     assert.equal(file.nullValueCounts?.get(leaf.id), BigInt(want.nullCount), `${name}: null count`);
@@ -251,7 +253,7 @@ async function writeAndCheck(schema: Schema, rows: readonly Row[], config: Parti
   const file = files[0] as DataFile;
   const bytes = await h.store.get(file.filePath);
   assert.equal(file.fileSizeInBytes, BigInt(bytes.length));
-  assertMetrics(file, schema, rows, truncate);
+  assertMetrics(file, schema, rows, truncate, config.uuidBounds === true);
   assertFooterMetrics(file, footerOf(bytes));
   return file;
 }
@@ -272,7 +274,10 @@ test('type matrix: counts, NaN, ±0, min/max long, 38-digit decimals, truncated 
   assert.equal(hex(file.lowerBounds?.get(id('dec_big'))), 'b4c4b357a5793b85f675ddc000000001', '-(10^38 - 1), big-endian');
   assert.equal(Buffer.from(file.upperBounds?.get(id('s')) ?? []).toString(), 'aaaaaaaaaaaaaaab', 'upper bound truncated to 16 code points and rounded up');
   assert.equal(Buffer.from(file.lowerBounds?.get(id('s')) ?? []).toString(), '', 'empty string lower bound');
-  assert.equal(hex(file.upperBounds?.get(id('u'))), 'f79c3e09677c4bbda4793f349cb785e7', 'uuid bound is big-endian bytes');
+  assert.equal(file.upperBounds?.has(id('u')), false, 'no uuid bounds by default');
+  assert.equal(file.valueCounts?.get(id('u')), 4n, 'uuid counts are kept');
+  const withUuidBounds = await writeAndCheck(TYPE_MATRIX_SCHEMA, rows, { uuidBounds: true });
+  assert.equal(hex(withUuidBounds.upperBounds?.get(id('u'))), 'f79c3e09677c4bbda4793f349cb785e7', 'uuid bound is big-endian bytes');
   // st.name is null in row 1 (name null) and row 0 (st null); st.inner.depth null in rows 0, 1 (inner null), 3.
   const st = TYPE_MATRIX_SCHEMA.fields.find((f) => f.name === 'st') as NestedField;
   const stFields = (st.type as StructType).fields;
@@ -482,4 +487,53 @@ test('a field the decoder leaves out is null (optional) or a DataError (required
   assert.ok(file);
   const { rows } = await readBack(await h.store.get(file.filePath), schema);
   assert.deepEqual(rows, [{ id: 1n, opt: null, st: { a: null, b: 7 } }]);
+});
+
+test('uuid columns: counts only and no Parquet statistics by default; both with icefloe.write.metadata.metrics.uuid-bounds=true', async () => {
+  const schema: Schema = {
+    schemaId: 0,
+    fields: [
+      { id: 1, name: 'u', required: false, type: { kind: 'uuid' } },
+      { id: 2, name: 'l', required: true, type: { kind: 'long' } },
+      { id: 3, name: 'tags', required: false, type: { kind: 'list', elementId: 4, elementRequired: false, element: { kind: 'uuid' } } },
+    ],
+  };
+  const nested: Schema = {
+    schemaId: 0,
+    fields: [...schema.fields, { id: 5, name: 'st', required: false, type: { kind: 'struct', fields: [{ id: 6, name: 'u', required: false, type: { kind: 'uuid' } }] } }],
+  };
+  const uuid = (b: number): Uint8Array => new Uint8Array(16).fill(b);
+  // Straddling 80000000-…: where Java's signed order and the spec's unsigned order disagree.
+  const rows: Row[] = [
+    { u: uuid(0x01), l: 1n, tags: [uuid(0x02)], st: { u: uuid(0x03) } },
+    { u: uuid(0xfe), l: 2n, tags: null, st: { u: uuid(0xfd) } },
+    { u: null, l: 3n, tags: [], st: null },
+  ];
+  /** Which leaf columns carry Parquet statistics, by path. */
+  const statsOf = async (s: Schema, props: Record<string, string>): Promise<{ file: DataFile; stats: Record<string, boolean> }> => {
+    const h = harness(s, resolveWriteConfig(props).config);
+    for (const r of rows) appendRow(h.writer.appender, s.fields, r);
+    const [file] = await h.writer.complete();
+    assert.ok(file);
+    const meta = footerOf(await h.store.get(file.filePath));
+    const cols = meta.row_groups[0]?.columns ?? [];
+    return { file, stats: Object.fromEntries(cols.map((c) => [c.meta_data?.path_in_schema.join('.'), c.meta_data?.statistics?.min_value !== undefined])) };
+  };
+  const off = await statsOf(schema, {});
+  assert.equal(off.file.valueCounts?.get(1), 3n);
+  assert.equal(off.file.nullValueCounts?.get(1), 1n);
+  assert.equal(off.file.lowerBounds?.has(1), false, 'no lower bound');
+  assert.equal(off.file.upperBounds?.has(1), false, 'no upper bound');
+  assert.deepEqual(off.stats, { u: false, l: true, 'tags.list.element': true }, 'no statistics on the top-level uuid; others keep theirs');
+  // A uuid inside a struct cannot be named to parquet-wasm: the whole file goes without statistics.
+  const offNested = await statsOf(nested, {});
+  assert.equal(offNested.file.lowerBounds?.has(6), false);
+  assert.deepEqual(offNested.stats, { u: false, l: false, 'tags.list.element': false, 'st.u': false });
+  const on = await statsOf(nested, { 'icefloe.write.metadata.metrics.uuid-bounds': 'true' });
+  assert.deepEqual(on.file.lowerBounds?.get(1), uuid(0x01));
+  assert.deepEqual(on.file.upperBounds?.get(1), uuid(0xfe));
+  assert.deepEqual(on.file.upperBounds?.get(6), uuid(0xfd));
+  assert.deepEqual(on.stats, { u: true, l: true, 'tags.list.element': true, 'st.u': true });
+  assert.throws(() => resolveWriteConfig({ 'icefloe.write.metadata.metrics.uuid-bounds': 'yes' }), /must be true or false/);
+  assert.equal(resolveWriteConfig({ 'icefloe.write.metadata.metrics.uuid-bounds': ' FALSE ' }).config.uuidBounds, false);
 });

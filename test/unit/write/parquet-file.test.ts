@@ -5,6 +5,7 @@
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
+import * as arrow from 'apache-arrow';
 import type { SchemaElement } from 'hyparquet';
 import type { IcebergType, NestedField, Schema } from '../../../src/iceberg/types.ts';
 import { TYPE_MATRIX_SCHEMA, canonical, typeMatrixRows } from '../../helpers/type-matrix.ts';
@@ -80,7 +81,7 @@ test('schema: field_id on every element (struct children, list element, map key 
     if (w.type?.kind === 'map') assert.equal(e.logical_type?.type, 'MAP');
   }
   // 21 top-level/struct fields... every Iceberg id in the schema appears exactly once.
-  assert.equal(ids, 38);
+  assert.equal(ids, 42);
 });
 
 /** The Parquet physical type and annotation Iceberg's spec (Appendix A) asks for, per primitive. */
@@ -117,7 +118,9 @@ test('schema: physical and logical types per Iceberg Appendix A', async () => {
       f('bin', { kind: 'binary' }),
     ],
   };
-  const { bytes, rows } = await writeRows(schema, [{ dec38: -(10n ** 38n - 1n), tsns: -1n, tstzns: 1_700_000_000_000_000_001n, u: new Uint8Array(16).fill(0xab) }, {}]);
+  const { bytes, rows } = await writeRows(schema, [{ dec1: -9n, dec38: -(10n ** 38n - 1n), tsns: -1n, tstzns: 1_700_000_000_000_000_001n, u: new Uint8Array(16).fill(0xab) }, { dec1: 9n }]);
+  assert.equal(rows[0]?.['dec1'], -9n);
+  assert.equal(rows[1]?.['dec1'], 9n);
   assert.equal(rows[0]?.['dec38'], -(10n ** 38n - 1n));
   assert.equal(rows[0]?.['tsns'], -1n);
   assert.equal(rows[0]?.['tstzns'], 1_700_000_000_000_000_001n);
@@ -135,15 +138,21 @@ test('schema: physical and logical types per Iceberg Appendix A', async () => {
   check('l', 'INT64', undefined);
   check('fl', 'FLOAT', undefined);
   check('d', 'DOUBLE', undefined);
-  // arrow-rs 59 stores decimal(1, s) as INT64 (its INT32 range starts at precision 2): legal Parquet, and
-  // readers pick the decimal reader by physical type, but not the INT32 the spec suggests. Pinned here.
-  check('dec1', 'INT64', { type: 'DECIMAL', precision: 1, scale: 0 });
-  check('dec4', 'INT32', { type: 'DECIMAL', precision: 4, scale: 1 });
+  // arrow-rs 59 would store decimal(1, s) as INT64 (its INT32 range starts at precision 2); the writer
+  // encodes it as precision 2 and patches the footer back (layout.ts), so it is INT32 like 2..9.
+  check('dec1', 'INT32', { type: 'DECIMAL', precision: 1, scale: 0 }, { precision: 1, scale: 0 });
+  check('dec4', 'INT32', { type: 'DECIMAL', precision: 4, scale: 1 }, { precision: 4, scale: 1 });
   check('dec9', 'INT32', { type: 'DECIMAL', precision: 9, scale: 2 });
   check('dec10', 'INT64', { type: 'DECIMAL', precision: 10, scale: 2 });
   check('dec18', 'INT64', { type: 'DECIMAL', precision: 18, scale: 0 });
   check('dec19', 'FIXED_LEN_BYTE_ARRAY', { type: 'DECIMAL', precision: 19, scale: 4 }, { type_length: 9 });
   check('dec38', 'FIXED_LEN_BYTE_ARRAY', { type: 'DECIMAL', precision: 38, scale: 38 }, { type_length: 16 });
+  // The Arrow schema arrow-rs keeps in the footer (pyarrow restores types from it) declares the same precisions.
+  const stored = footerOf(bytes).key_value_metadata?.find((kv) => kv.key === 'ARROW:schema')?.value;
+  assert.ok(stored !== undefined, 'ARROW:schema entry');
+  const arrowSchema = arrow.RecordBatchReader.from(Buffer.from(stored, 'base64')).open().schema;
+  const precisionOf = (name: string): number | undefined => (arrowSchema.fields.find((x) => x.name === name)?.type as arrow.Decimal | undefined)?.precision;
+  assert.deepEqual(['dec1', 'dec4', 'dec38'].map(precisionOf), [1, 4, 38]);
   check('dt', 'INT32', { type: 'DATE' });
   check('tm', 'INT64', { type: 'TIME', isAdjustedToUTC: false, unit: 'MICROS' });
   check('ts', 'INT64', { type: 'TIMESTAMP', isAdjustedToUTC: false, unit: 'MICROS' });

@@ -10,7 +10,8 @@ import type { DataFile } from '../../../src/iceberg/data-file.ts';
 import type { Schema } from '../../../src/iceberg/types.ts';
 import { MemoryObjectStore } from '../../../src/upload/memory.ts';
 import { WriteMemoryBudget, buildLayout, DataFileWriter, DEFAULT_WRITE_CONFIG } from '../../../src/write/index.ts';
-import type { ObjectStore } from '../../../src/upload/port.ts';
+import { iterateChunks } from '../../../src/upload/port.ts';
+import type { ByteChunks, ObjectInfo, ObjectStore, PutOptions } from '../../../src/upload/port.ts';
 import { appendRow, footerOf, harness, harnessOn, prng, readAll, readBack } from './helpers.ts';
 import type { Row } from './helpers.ts';
 
@@ -90,9 +91,19 @@ test('row groups are sealed by rows (icefloe.write.row-group-rows) and by buffer
   for (const rg of m2.row_groups.slice(0, -1)) assert.equal(Number(rg.num_rows) % 256, 0);
 });
 
+/** A store that writes chunks through (as the local store does): it holds nothing of an upload. */
+class WriteThroughStore extends MemoryObjectStore {
+  override putStream(location: string, chunks: ByteChunks, options: PutOptions = {}): Promise<ObjectInfo> {
+    return super.putStream(location, chunks, { ...(options.signal === undefined ? {} : { signal: options.signal }) });
+  }
+}
+
+/** The encoder's memory left out, so these budgets can be tiny (it is counted in the tests further down). */
+const NO_ENCODER = { encoderMemory: (): number => 0 };
+
 test('a shared memory budget forces early flushes of the largest writers, counted', async () => {
-  const budget = new WriteMemoryBudget(200 * 1024);
-  const store = new MemoryObjectStore();
+  const budget = new WriteMemoryBudget(200 * 1024, NO_ENCODER);
+  const store = new WriteThroughStore();
   const writers = [0, 1, 2].map((i) => harnessOn(store, SCHEMA, {}, budget, `p${i}`).writer);
   const data = [0, 1, 2].map((i) => rows(6000, 10 + i, i * 100_000));
   for (let r = 0; r < 6000; r++) {
@@ -117,7 +128,7 @@ test('a shared memory budget forces early flushes of the largest writers, counte
 });
 
 test('under the roll policy a forced flush also closes the file, counted', async () => {
-  const budget = new WriteMemoryBudget(150 * 1024, { policy: 'roll' });
+  const budget = new WriteMemoryBudget(150 * 1024, { policy: 'roll', ...NO_ENCODER });
   const store = new MemoryObjectStore();
   const writers = [0, 1].map((i) => harnessOn(store, SCHEMA, {}, budget, `r${i}`).writer);
   const data = [0, 1].map((i) => rows(8000, 20 + i, i * 100_000));
@@ -135,6 +146,84 @@ test('under the roll policy a forced flush also closes the file, counted', async
     assert.equal(totalRecords(files), 8000);
     assert.deepEqual(await readAll(store, files, SCHEMA), data[i]);
   }
+});
+
+/** A memory store that also counts, independently of its reports, the bytes of the puts it has not finished. */
+class CountingStore extends MemoryObjectStore {
+  held = 0;
+  override async putStream(location: string, chunks: ByteChunks, options: PutOptions = {}): Promise<ObjectInfo> {
+    let mine = 0;
+    const counted = async function* (self: CountingStore): AsyncGenerator<Uint8Array> {
+      for await (const c of iterateChunks(chunks)) {
+        mine += c.byteLength;
+        self.held += c.byteLength;
+        yield c;
+      }
+    };
+    try {
+      return await super.putStream(location, counted(this), options);
+    } finally {
+      this.held -= mine;
+    }
+  }
+}
+
+test('the budget counts what the store holds of open files: when uploads hold more than buffers, files are closed', async () => {
+  const limit = 256 * 1024;
+  const budget = new WriteMemoryBudget(limit, NO_ENCODER);
+  // The memory store holds each file whole until it closes, as S3 does below its multipart threshold.
+  const store = new CountingStore();
+  // Small row groups: every flush moves buffered rows into the open file's upload.
+  const writers = [0, 1, 2, 3].map((i) => harnessOn(store, SCHEMA, { rowGroupBufferBytes: 24 * 1024 }, budget, `u${i}`).writer);
+  const data = [0, 1, 2, 3].map((i) => rows(8000, 30 + i, i * 100_000));
+  let worst = 0;
+  let uploadSeen = 0;
+  for (let r = 0; r < 8000; r++) {
+    for (const [i, w] of writers.entries()) {
+      if (appendRow(w.appender, SCHEMA.fields, data[i]?.[r] as Row)) await w.flushIfNeeded();
+    }
+    if (r % 256 === 255) {
+      worst = Math.max(worst, store.held + writers.reduce((n, w) => n + w.appender.heldBytes(), 0));
+      uploadSeen = Math.max(uploadSeen, budget.metrics().uploadBytes);
+    }
+  }
+  // What the store and the buffers really held, counted apart from the budget, stays near the limit.
+  assert.ok(worst <= limit * 1.25, `store + buffers peaked at ${worst} B for a ${limit} B budget`);
+  assert.ok(uploadSeen > 0, 'upload bytes are reported to the budget');
+  assert.ok(budget.forcedRolls > 0, 'under the flush policy, writers whose uploads held the most closed their files');
+  for (const [i, w] of writers.entries()) {
+    const files = await w.close();
+    assert.ok(files.length > 1, `writer ${i}: ${files.length} files`);
+    assert.deepEqual(await readAll(store, files, SCHEMA), data[i]);
+  }
+  assert.equal(budget.metrics().uploadBytes, 0, 'finished uploads hold nothing');
+});
+
+test('the budget counts the encoder: the row group a writer is about to encode, and the encoder memory already grown', async () => {
+  const limit = 1024 * 1024;
+  const run = async (encoder: number): Promise<{ peakUsed: number; rowGroups: number; encoderBytes: number }> => {
+    const budget = new WriteMemoryBudget(limit, { encoderMemory: () => encoder });
+    const h = harnessOn(new WriteThroughStore(), SCHEMA, {}, budget, `e${encoder}`);
+    let peakUsed = 0;
+    for (const r of rows(30_000, 40)) {
+      if (appendRow(h.writer.appender, SCHEMA.fields, r)) await h.writer.flushIfNeeded();
+      peakUsed = Math.max(peakUsed, h.writer.appender.usedBytes());
+    }
+    const encoderBytes = budget.metrics().encoderBytes;
+    const files = await h.writer.close();
+    let rowGroups = 0;
+    for (const f of files) rowGroups += footerOf(await h.store.get(f.filePath)).row_groups.length;
+    return { peakUsed, rowGroups, encoderBytes };
+  };
+  const free = await run(0);
+  // Buffers plus three times them for the encoder: a row group never grows past about a quarter of the budget.
+  assert.ok(free.peakUsed * 4 <= limit * 1.1, `peak row group ${free.peakUsed} B`);
+  assert.ok(free.rowGroups > 1);
+  // An encoder that has grown already leaves less room: more, smaller row groups.
+  const grown = await run(896 * 1024);
+  assert.ok(grown.encoderBytes >= 896 * 1024);
+  assert.ok(grown.peakUsed < free.peakUsed, `${grown.peakUsed} B < ${free.peakUsed} B`);
+  assert.ok(grown.rowGroups > free.rowGroups, `${grown.rowGroups} > ${free.rowGroups} row groups`);
 });
 
 test('commit cycles: complete() hands out the files, the writer and its column handles carry on', async () => {
