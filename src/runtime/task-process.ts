@@ -44,8 +44,7 @@ export const MAX_ORPHAN_STOP_MS = 10_000;
 /** What the child tells the worker. */
 export type ChildMessage =
   | { readonly type: 'announced' }
-  | { readonly type: 'state'; readonly state: TaskState; readonly trace?: string; readonly restartable?: boolean }
-  | { readonly type: 'started'; readonly pid: number };
+  | { readonly type: 'state'; readonly state: TaskState; readonly trace?: string };
 
 /** What the worker tells the child. */
 export type ParentMessage<Spec> = { readonly type: 'start'; readonly spec: Spec } | { readonly type: 'stop' } | { readonly type: 'fail'; readonly message: string };
@@ -154,7 +153,7 @@ export async function runTaskChild<Spec>(o: ChildOptions<Spec>): Promise<number>
     // Report, then go; a worker that does not take the message within a second gets the exit code only.
     const exit = (): never => process.exit(EXIT_TASK_CRASHED);
     setTimeout(exit, 1_000).unref();
-    send({ type: 'state', state: 'FAILED', trace, restartable: true }, exit);
+    send({ type: 'state', state: 'FAILED', trace }, exit);
   };
   process.on('uncaughtException', crash('uncaught exception'));
   process.on('unhandledRejection', crash('unhandled rejection'));
@@ -172,7 +171,7 @@ export async function runTaskChild<Spec>(o: ChildOptions<Spec>): Promise<number>
   } catch (e) {
     const trace = e instanceof Error ? (e.stack ?? e.message) : String(e);
     log.error('task could not start', { error: errorMessage(e) });
-    await new Promise<void>((resolve) => send({ type: 'state', state: 'FAILED', trace, restartable: restartable(e) }, resolve));
+    await new Promise<void>((resolve) => send({ type: 'state', state: 'FAILED', trace }, resolve));
     return orphan.exitCode(restartable(e) ? EXIT_TASK_CRASHED : EXIT_TASK_FAILED);
   }
   current.task = started.task;
@@ -183,7 +182,7 @@ export async function runTaskChild<Spec>(o: ChildOptions<Spec>): Promise<number>
     return orphan.exitCode(0);
   } catch {
     const t = started.task;
-    await new Promise<void>((resolve) => send({ type: 'state', state: 'FAILED', ...(t.trace === undefined ? {} : { trace: t.trace }), restartable: t.restartable }, resolve));
+    await new Promise<void>((resolve) => send({ type: 'state', state: 'FAILED', ...(t.trace === undefined ? {} : { trace: t.trace }) }, resolve));
     return orphan.exitCode(t.restartable ? EXIT_TASK_CRASHED : EXIT_TASK_FAILED);
   } finally {
     clearInterval(report);

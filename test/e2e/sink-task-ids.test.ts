@@ -14,7 +14,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { assertExactlyOnce } from '../helpers/exactly-once.ts';
-import { sleep, unique } from '../helpers/kafka.ts';
+import { unique } from '../helpers/kafka.ts';
 import { committedRecords, e2eResources, produceJson, sinkConnector, stopWorker, uniqueIdent, waitCommitted } from '../helpers/sink-e2e.ts';
 import { startWorker } from '../helpers/worker.ts';
 
@@ -53,7 +53,9 @@ test('a second worker whose icefloe.tasks.id-offset overlaps the first\'s refuse
 
   const b = startWorker({ worker: { 'icefloe.tasks.mode': 'process', 'icefloe.tasks.id-offset': '1' }, connectors: [connector] });
   res.workers.push(b);
-  const exit = await Promise.race([b.exited, sleep(60_000).then(() => 'still running')]);
+  let timer: NodeJS.Timeout | undefined;
+  const exit = await Promise.race([b.exited, new Promise<string>((resolve) => (timer = setTimeout(() => resolve('still running'), 60_000)))]);
+  clearTimeout(timer);
   const refusal = b.lines.find((l) => l.startsWith('icefloe standalone:')) ?? '';
   t.diagnostic(refusal);
   for (const l of a.logs('task failed')) t.diagnostic(`A: ${JSON.stringify(l['error'])}`);

@@ -137,7 +137,7 @@ test('kill -9 of the worker while the broker is away: its task processes, unable
   const table = `${uniqueIdent('e2e_torphan')}.events`;
   res.topics.push(topic, control);
   res.tables.push(table);
-  await produceJson(topic, PARTITIONS, batch(0, 400));
+  await produceJson(topic, PARTITIONS, []); // the topic, empty
   const w = startWorker({
     worker: { 'icefloe.tasks.mode': 'process', ...GROUP_SETTINGS },
     // Cycles end at 100 records, not by time: after the first batch each task has committed a cycle (so
@@ -145,6 +145,11 @@ test('kill -9 of the worker while the broker is away: its task processes, unable
     connectors: [jsonConnector(name, topic, control, table, { 'iceberg.control.commit.interval-ms': '600000', 'icefloe.commit.max-records': '100' })],
   });
   res.workers.push(w);
+  // Both tasks hold partitions before the first batch, so each reads 200 records of it.
+  const assigned = (task: number): boolean => w.logs('partitions assigned').some((l) => l['task'] === task && Array.isArray(l['partitions']) && l['partitions'].length > 0);
+  await untilWorkers('partitions in each task', () => assigned(0) && assigned(1), [w], 90_000);
+  await sleep(1_000);
+  await produceJson(topic, PARTITIONS, batch(0, 400));
   const committedBy = (task: number): boolean => w.logs('cycle committed').some((l) => l['task'] === task);
   await untilWorkers('a committed cycle in each task', () => committedBy(0) && committedBy(1), [w], 90_000);
   await produceJson(topic, PARTITIONS, batch(400, 40));
