@@ -392,6 +392,7 @@ export class TaskChannel {
       await this.resume('commitTransaction', () => producer.commitTransaction());
     } catch (e) {
       let aborted = false;
+      let failure = e;
       if (requiresProducerReset(e)) {
         // The client cannot abort any more; the new client's registration aborts the transaction.
         this.producerResetPending = true;
@@ -399,6 +400,12 @@ export class TaskChannel {
         aborted = await this.resume('abortTransaction', () => producer.abortTransaction()).then(
           () => true,
           (err: unknown) => {
+            // Fenced while aborting (a successor registered our id meanwhile): that is the task's end, and a
+            // new producer would fence the successor in turn.
+            if (isFenced(err)) {
+              failure = err;
+              return false;
+            }
             // Whatever state the client is left in, a new one gets out of it (the broker restart:
             // the abort failed, then every begin did).
             this.producerResetPending = true;
@@ -411,7 +418,7 @@ export class TaskChannel {
       // files. After a commit call whose outcome is unknown they may be announced, and deleting them would
       // lose data: leave them to orphan cleanup.
       if (aborted || !committing) await this.deleteFiles(files);
-      throw asIcefloe(e);
+      throw asIcefloe(failure);
     }
   }
 

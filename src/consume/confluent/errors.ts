@@ -146,21 +146,36 @@ export function translateKafkaError(error: unknown, operation: KafkaOperation, f
   return new FatalError(message, restartable);
 }
 
+/** What the producer knows when it is told it is fenced (producer.ts). */
+export interface FenceFacts {
+  readonly transactionalId: string;
+  /** How long its current transaction has been open (undefined: none is). */
+  readonly ageMs: number | undefined;
+  readonly transactionTimeoutMs: number;
+  /** The longest time this process did not run (frozen, stopped) while the transaction was open. */
+  readonly stalledMs: number;
+}
+
+/** A process that did not run this long while its transaction was open was frozen, not just slow. */
+export const FROZEN_MS = 5_000;
+
 /**
- * A fence seen by a producer whose current transaction began `ageMs` ago (undefined: none open): the
- * coordinator's own time-out abort when the transaction outlived `transaction.timeout.ms`, else another
- * process (producer.ts's header says why the age tells them apart).
+ * A fence in a transaction older than `transaction.timeout.ms` may be the coordinator's own time-out
+ * abort (seen after a broker outage: re-create the producer) — unless this process was itself frozen
+ * meanwhile, which is how a zombie's transaction grows old while a successor takes over. Any other fence
+ * can only be another process registering our transactional.id. (producer.ts's header says why.)
  */
-export function explainFence(e: IcefloeError, transactionalId: string, ageMs: number | undefined, timeoutMs: number): IcefloeError {
-  const context = e.context;
-  if (ageMs !== undefined && ageMs >= timeoutMs) {
+export function explainFence(e: IcefloeError, f: FenceFacts): IcefloeError {
+  const context = { ...e.context, transactionalId: f.transactionalId, ...(f.ageMs === undefined ? {} : { transactionAgeMs: Math.round(f.ageMs) }) };
+  const other = `another process uses transactional.id ${f.transactionalId} (a successor of this task, or two workers with overlapping icefloe.tasks.id-offset?); this task stops so that only one of them commits`;
+  if (f.ageMs !== undefined && f.ageMs >= f.transactionTimeoutMs) {
+    if (f.stalledMs >= FROZEN_MS) {
+      return fencedError(`${e.message}: this process did not run for ${Math.round(f.stalledMs)} ms while its transaction was open (frozen): ${other}`, { cause: e, context: { ...context, stalledMs: Math.round(f.stalledMs) } });
+    }
     return new ProducerResetRequiredError(
-      `${e.message}: the transaction was open ${Math.round(ageMs)} ms, past transaction.timeout.ms (${timeoutMs}), so the coordinator aborted it and bumped the epoch; the producer is re-created (same transactional.id) and the cycle re-read`,
-      { cause: e, context: { ...context, transactionalId, transactionAgeMs: Math.round(ageMs) } },
+      `${e.message}: the transaction was open ${Math.round(f.ageMs)} ms, past transaction.timeout.ms (${f.transactionTimeoutMs}), so the coordinator aborted it and bumped the epoch; the producer is re-created (same transactional.id) and the cycle re-read`,
+      { cause: e, context },
     );
   }
-  return fencedError(
-    `${e.message}: another process uses transactional.id ${transactionalId} (a successor of this task, or two workers with overlapping icefloe.tasks.id-offset?); this task stops so that only one of them commits`,
-    { cause: e, context: { ...context, transactionalId, ...(ageMs === undefined ? {} : { transactionAgeMs: Math.round(ageMs) }) } },
-  );
+  return fencedError(`${e.message}: ${other}`, { cause: e, context });
 }

@@ -21,7 +21,10 @@
  * from its first partition or offsets, which is after our `beginTransaction`. A fence in a transaction
  * begun longer ago than that may be the coordinator's own abort (seen after a broker outage) and is
  * reported as `ProducerResetRequiredError`; in a younger one only another `initTransactions` with our
- * transactional.id can have bumped the epoch, so it is reported as fenced, naming the id.
+ * transactional.id can have bumped the epoch, so it is reported as fenced, naming the id. An old
+ * transaction of a process that was itself frozen meanwhile (a timer that should have run every 500 ms
+ * did not for FROZEN_MS) is a zombie's, whose successor fenced it: fenced too, never re-created (that
+ * would fence the successor in turn).
  *
  * Re-creation (`reinitialize`): the client is disconnected (bounded: a stuck client is abandoned, not
  * waited for) and a new one with the same settings registers the transactional.id; librdkafka's
@@ -37,6 +40,7 @@ import { KAFKA_CODES, explainFence, translateKafkaError } from './errors.ts';
 import { RdKafka, call, consumerOf, headerValue, sync } from './internal.ts';
 import type { ProducerClient } from './internal.ts';
 import { offsetToNumber, splitTopicConfig, transactionalProducerConfig } from './settings.ts';
+import { StallWatch } from './stall-watch.ts';
 import type { ClientSettings } from './settings.ts';
 
 export interface ProducerOptions {
@@ -92,6 +96,7 @@ export class ConfluentTransactionalProducer implements TransactionalProducer {
   #begunAt: number | undefined;
   /** A new client whose registration timed out: `reinitialize` resumes it instead of replacing the client. */
   #registering = false;
+  readonly #stalls = new StallWatch();
 
   private constructor(options: ProducerOptions, producer: ProducerClient, transactionTimeoutMs: number) {
     this.#options = options;
@@ -134,8 +139,13 @@ export class ConfluentTransactionalProducer implements TransactionalProducer {
   /** A fence told apart from the coordinator's own time-out (module header); remembered once it is one. */
   private explained(e: unknown): unknown {
     if (!isFenced(e) || this.#fenced || !(e instanceof IcefloeError)) return e;
-    const age = this.#begunAt === undefined ? undefined : performance.now() - this.#begunAt;
-    const error = explainFence(e, this.transactionalId, age, this.transactionTimeoutMs);
+    const begunAt = this.#begunAt;
+    const error = explainFence(e, {
+      transactionalId: this.transactionalId,
+      ageMs: begunAt === undefined ? undefined : performance.now() - begunAt,
+      transactionTimeoutMs: this.transactionTimeoutMs,
+      stalledMs: begunAt === undefined ? 0 : this.#stalls.longestSince(begunAt),
+    });
     if (isFenced(error)) this.#fenced = true;
     return error;
   }
@@ -211,6 +221,7 @@ export class ConfluentTransactionalProducer implements TransactionalProducer {
   }
 
   async close(): Promise<void> {
+    this.#stalls.stop();
     await closeClient(this.#producer, true);
   }
 }

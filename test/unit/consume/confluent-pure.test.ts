@@ -62,17 +62,23 @@ test('translate: a transactional producer in a state it cannot leave is to be re
   assert.ok(!requiresProducerReset(translateKafkaError({ code: KAFKA_CODES.ERR__STATE }, 'assign')));
 });
 
-test('a fence in a transaction older than transaction.timeout.ms may be the coordinator\'s own abort; a younger one is another process', () => {
+test('a fence in a transaction older than transaction.timeout.ms may be the coordinator\'s own abort; a younger one, or a frozen process\'s, is another process', () => {
   const fence = translateKafkaError({ code: KAFKA_CODES.ERR__FENCED, isFatal: true, message: 'Producer fenced' }, 'commit-transaction');
-  const old = explainFence(fence, 'c-orders-1', 61_000, 60_000);
+  const facts = { transactionalId: 'c-orders-1', transactionTimeoutMs: 60_000, stalledMs: 0 };
+  const old = explainFence(fence, { ...facts, ageMs: 61_000 });
   assert.ok(requiresProducerReset(old), 'the coordinator times out transactions and bumps the epoch: re-create');
   assert.match(old.message, /open 61000 ms, past transaction\.timeout\.ms \(60000\)/);
-  for (const age of [59_000, undefined]) {
-    const young = explainFence(fence, 'c-orders-1', age, 60_000);
-    assert.ok(isFenced(young), `age ${age}`);
+  for (const ageMs of [59_000, undefined]) {
+    const young = explainFence(fence, { ...facts, ageMs });
+    assert.ok(isFenced(young), `age ${ageMs}`);
     assert.match(young.message, /another process uses transactional\.id c-orders-1 \(a successor of this task, or two workers with overlapping icefloe\.tasks\.id-offset\?\)/);
     assert.equal(young.context['transactionalId'], 'c-orders-1');
   }
+  // A zombie: its transaction grew old because the process was frozen while a successor took over.
+  const zombie = explainFence(fence, { ...facts, ageMs: 90_000, stalledMs: 80_000 });
+  assert.ok(isFenced(zombie), 'never re-created: that would fence the successor in turn');
+  assert.match(zombie.message, /this process did not run for 80000 ms while its transaction was open \(frozen\): another process uses transactional\.id c-orders-1/);
+  assert.ok(requiresProducerReset(explainFence(fence, { ...facts, ageMs: 90_000, stalledMs: 1_500 })), 'a GC pause is no freeze');
 });
 
 test('translate: retriable, config, offset-reset and unknown errors', () => {

@@ -10,7 +10,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { errorMessage, RetriableError } from '../../../src/core/errors.ts';
 import { appliedButFailed } from '../../../src/consume/memory/index.ts';
-import { isFenced, ProducerResetRequiredError } from '../../../src/consume/port.ts';
+import { fencedError, isFenced, ProducerResetRequiredError } from '../../../src/consume/port.ts';
 import { expected, logged, Rig, sortCoordinates, until } from './rig.ts';
 
 async function commitAll(rig: Rig): Promise<string[]> {
@@ -90,4 +90,17 @@ test('a fence by another process is not reset away: the task stops, naming the t
   assert.equal(task.task.restartable, false, 'the worker does not restart it: the other process would be fenced in turn');
   assert.equal(task.task.metrics.producerResets, 0);
   assert.equal(rig.committedOffset(0), 10n);
+});
+
+test('fenced while aborting (a successor registered the id meanwhile): the task stops, the producer is not re-created', async (t) => {
+  const rig = await new Rig().init();
+  t.after(() => rig.close());
+  rig.produce(0, 10);
+  const task = rig.startTask(0);
+  task.producer.failNext('sendOffsetsToTransaction', new RetriableError('Kafka send-offsets failed: Local: Timed out (ERR__TIMED_OUT) (injected)'));
+  task.producer.failNext('abortTransaction', fencedError('Kafka abort-transaction failed: Producer fenced (ERR__FENCED): another process uses transactional.id orders-sink-0 (injected)'));
+  const error = await task.ended;
+  assert.ok(isFenced(error), `the fence ends the task, not the send-offsets failure before it: ${String(error)}`);
+  assert.equal(task.task.metrics.producerResets, 0, 'a new producer would fence the successor in turn');
+  assert.equal(logged(rig, 'abort failed; the producer is re-created before the next cycle').length, 0);
 });
