@@ -276,7 +276,7 @@ function logsOf(workers: readonly WorkerProcess[], msg: string): Record<string, 
 
 /** What must never appear: a stopped table or a failed task (retries are allowed: see `retries`). */
 function assertNoErrors(workers: readonly WorkerProcess[]): void {
-  for (const msg of ['table stopped: nothing is committed to it until an operator repairs it', 'task failed', 'task failed; the worker keeps running (restart it to retry)']) {
+  for (const msg of ['table stopped: nothing is committed to it until an operator repairs it', 'task failed', 'task failed; it stays FAILED (a restart would end the same way: fix the cause and restart the worker)']) {
     assert.deepEqual(logsOf(workers, msg), [], `no "${msg}" in the worker logs`);
   }
 }

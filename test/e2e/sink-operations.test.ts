@@ -125,7 +125,7 @@ test('(b) a stopped table fails the tasks: nothing read after the stop is acknow
   await sleep(8_000); // more than two commit intervals: a running task would have committed them
   assert.ok(alive(worker), 'the worker (and its committer) keeps running');
   assert.deepEqual(await committedOffsets(`connect-${name}`, topic, 2), endOffsets(before, 2), 'the group has acknowledged exactly what the table holds');
-  const taskFailures = worker.logs('task failed; the worker keeps running (restart it to retry)');
+  const taskFailures = worker.logs('task failed; it stays FAILED (a restart would end the same way: fix the cause and restart the worker)');
   assert.equal(taskFailures.length, 2, 'both task processes failed');
   for (const f of taskFailures) assert.match(String(f['error']), /stopped \(positions-malformed/);
   assert.equal(after.length, 100);
