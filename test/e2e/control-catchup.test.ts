@@ -31,7 +31,7 @@ import { assertExactlyOnce, duckdbCount } from '../helpers/exactly-once.ts';
 import type { Coordinates } from '../helpers/exactly-once.ts';
 import { apacheSinkLikeEvent, otherConnectorAnnouncement, produceBulk } from '../helpers/foreign-control.ts';
 import { kafkaSettings, unique } from '../helpers/kafka.ts';
-import { e2eResources, PROCESS_WORKER, produceOrders, sinkConnector, stopWorker, uniqueIdent, waitCommitted } from '../helpers/sink-e2e.ts';
+import { e2eResources, PROCESS_WORKER, produceOrders, SCHEMALESS_JSON, sinkConnector, stopWorker, uniqueIdent, waitCommitted } from '../helpers/sink-e2e.ts';
 import { s3Settings, stackEndpoints } from '../helpers/stack.ts';
 import { startWorker } from '../helpers/worker.ts';
 import type { WorkerProcess } from '../helpers/worker.ts';
@@ -44,7 +44,6 @@ const ANNOUNCEMENTS_B = 100;
 const STEP_BYTES = 16 * 1024 * 1024;
 /** Peak RSS of the worker process allowed (MiB): the runtime and clients take ~180; the backlog must add little. */
 const RSS_LIMIT_MIB = Number(process.env['ICEFLOE_CATCHUP_RSS_MIB'] ?? '320');
-const JSON_VALUES = { 'value.converter': 'org.apache.kafka.connect.json.JsonConverter', 'value.converter.schemas.enable': 'false' };
 
 function procStatus(pid: number, field: 'VmRSS' | 'VmHWM'): number {
   const m = new RegExp(`^${field}:\\s+(\\d+) kB`, 'm').exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
@@ -156,8 +155,8 @@ test(`committers behind ${BACKLOG_MB} MB of control-topic backlog catch up in bo
   const worker = startWorker({
     worker: PROCESS_WORKER,
     connectors: [
-      sinkConnector({ name: tasksConnector, topics: topicA, controlTopic: control, config: { ...JSON_VALUES, 'iceberg.tables': tableA, 'iceberg.tables.auto-create-enabled': 'true' } }),
-      sinkConnector({ name: spreadConnector, topics: emptyTopic, controlTopic: control, config: { ...JSON_VALUES, 'iceberg.tables': tableB } }),
+      sinkConnector({ name: tasksConnector, topics: topicA, controlTopic: control, config: { ...SCHEMALESS_JSON, 'iceberg.tables': tableA, 'iceberg.tables.auto-create-enabled': 'true' } }),
+      sinkConnector({ name: spreadConnector, topics: emptyTopic, controlTopic: control, config: { ...SCHEMALESS_JSON, 'iceberg.tables': tableB } }),
     ],
   });
   res.workers.push(worker);

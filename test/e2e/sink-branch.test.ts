@@ -32,7 +32,7 @@ import type { Coordinates } from '../helpers/exactly-once.ts';
 import { sleep, unique } from '../helpers/kafka.ts';
 import { readTable } from '../helpers/readers.ts';
 import type { ReaderArgs } from '../helpers/readers.ts';
-import { e2eResources, produceJson, restCatalogKeys, uniqueIdent } from '../helpers/sink-e2e.ts';
+import { e2eResources, produceJson, restCatalogKeys, SCHEMALESS_JSON, uniqueIdent } from '../helpers/sink-e2e.ts';
 import { stackEndpoints } from '../helpers/stack.ts';
 import { startWorker } from '../helpers/worker.ts';
 import type { WorkerProcess } from '../helpers/worker.ts';
@@ -119,8 +119,7 @@ async function runBranchCase(t: TestContext, kind: Target['kind']): Promise<void
     'tasks.max': '1',
     topics: topic,
     'key.converter': 'org.apache.kafka.connect.storage.StringConverter',
-    'value.converter': 'org.apache.kafka.connect.json.JsonConverter',
-    'value.converter.schemas.enable': 'false',
+    ...SCHEMALESS_JSON,
     'iceberg.tables': `${a},${b}`,
     'iceberg.tables.auto-create-enabled': 'true',
     'iceberg.control.topic': control,

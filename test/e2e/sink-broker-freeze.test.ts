@@ -19,7 +19,7 @@ import { join } from 'node:path';
 import { test } from 'node:test';
 import { assertExactlyOnce } from '../helpers/exactly-once.ts';
 import { sleep, unique } from '../helpers/kafka.ts';
-import { committedRecords, e2eResources, produceJson, sinkConnector, stopWorker, uniqueIdent, waitCommitted } from '../helpers/sink-e2e.ts';
+import { committedRecords, e2eResources, produceJson, SCHEMALESS_JSON, sinkConnector, stopWorker, uniqueIdent, waitCommitted } from '../helpers/sink-e2e.ts';
 import { stackEndpoints } from '../helpers/stack.ts';
 import { startWorker } from '../helpers/worker.ts';
 
@@ -51,8 +51,7 @@ test('a broker frozen past the transactional call time-out: the task resumes the
         topics: topic,
         controlTopic: control,
         config: {
-          'value.converter': 'org.apache.kafka.connect.json.JsonConverter',
-          'value.converter.schemas.enable': 'false',
+          ...SCHEMALESS_JSON,
           'iceberg.tables': table,
           'iceberg.tables.auto-create-enabled': 'true',
           'iceberg.control.commit.interval-ms': '1000',

@@ -27,7 +27,7 @@ import { test } from 'node:test';
 import { assertExactlyOnce } from '../helpers/exactly-once.ts';
 import type { Coordinates } from '../helpers/exactly-once.ts';
 import { sleep, unique } from '../helpers/kafka.ts';
-import { committedRecords, e2eResources, produceJson, sinkConnector, stopWorker, uniqueIdent, waitCommitted } from '../helpers/sink-e2e.ts';
+import { committedRecords, e2eResources, produceJson, SCHEMALESS_JSON, sinkConnector, stopWorker, uniqueIdent, waitCommitted } from '../helpers/sink-e2e.ts';
 import { ensureStarted, restoreServiceAfter, stopService } from '../helpers/stack-services.ts';
 import { startWorker, untilWorkers } from '../helpers/worker.ts';
 import type { WorkerProcess } from '../helpers/worker.ts';
@@ -77,8 +77,7 @@ test('a broker stopped and started five times under a 2-task worker: the tasks r
         controlTopic: control,
         config: {
           'tasks.max': '2',
-          'value.converter': 'org.apache.kafka.connect.json.JsonConverter',
-          'value.converter.schemas.enable': 'false',
+          ...SCHEMALESS_JSON,
           'iceberg.tables': table,
           'iceberg.tables.auto-create-enabled': 'true',
           'iceberg.control.commit.interval-ms': String(COMMIT_INTERVAL_MS),

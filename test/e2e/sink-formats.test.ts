@@ -25,20 +25,7 @@ import type { Coordinates } from '../helpers/exactly-once.ts';
 import { unique } from '../helpers/kafka.ts';
 import { readTable } from '../helpers/readers.ts';
 import type { ReaderResult } from '../helpers/readers.ts';
-import {
-  checkOrderRows,
-  committedRecords,
-  e2eResources,
-  normalizeOrderRow,
-  PROCESS_WORKER,
-  produceOrders,
-  registryConverter,
-  sinkConnector,
-  stopWorker,
-  strided,
-  uniqueIdent,
-  waitCommitted,
-} from '../helpers/sink-e2e.ts';
+import { checkOrderRows, committedRecords, e2eResources, normalizeOrderRow, PROCESS_WORKER, produceOrders, registryConverter, SCHEMALESS_JSON, sinkConnector, stopWorker, strided, uniqueIdent, waitCommitted } from '../helpers/sink-e2e.ts';
 import type { Produced } from '../helpers/sink-e2e.ts';
 import { startWorker } from '../helpers/worker.ts';
 
@@ -160,8 +147,7 @@ test('Plain JSON (JsonConverter, schemas.enable=false): the table inferred from 
         topics: topic,
         controlTopic: control,
         config: {
-          'value.converter': 'org.apache.kafka.connect.json.JsonConverter',
-          'value.converter.schemas.enable': 'false',
+          ...SCHEMALESS_JSON,
           'iceberg.tables': table,
           'iceberg.tables.auto-create-enabled': 'true',
           'iceberg.tables.evolve-schema-enabled': 'true',

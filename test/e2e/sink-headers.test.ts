@@ -11,7 +11,7 @@ import { assertExactlyOnce } from '../helpers/exactly-once.ts';
 import { unique, withTopics } from '../helpers/kafka.ts';
 import { javaProduce } from '../helpers/kafka-java.ts';
 import { readTable } from '../helpers/readers.ts';
-import { e2eResources, PROCESS_WORKER, sinkConnector, stopWorker, uniqueIdent, waitCommitted } from '../helpers/sink-e2e.ts';
+import { e2eResources, PROCESS_WORKER, SCHEMALESS_JSON, sinkConnector, stopWorker, uniqueIdent, waitCommitted } from '../helpers/sink-e2e.ts';
 import { startWorker } from '../helpers/worker.ts';
 
 const HEADERS = '_kafka_metadata_headers';
@@ -42,8 +42,7 @@ test('header values through the sink: null stays null, empty stays empty, bytes 
         topics: topic,
         controlTopic: control,
         config: {
-          'value.converter': 'org.apache.kafka.connect.json.JsonConverter',
-          'value.converter.schemas.enable': 'false',
+          ...SCHEMALESS_JSON,
           'iceberg.tables': table,
           'iceberg.tables.auto-create-enabled': 'true',
           'icefloe.tables.kafka-metadata-columns': 'topic,partition,offset,headers',

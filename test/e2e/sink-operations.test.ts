@@ -25,13 +25,13 @@ import { FaultProxy } from '../fault-proxy/client.ts';
 import { assertExactlyOnce } from '../helpers/exactly-once.ts';
 import type { Coordinates } from '../helpers/exactly-once.ts';
 import { kafkaSettings, sleep, unique } from '../helpers/kafka.ts';
-import { e2eResources, PROCESS_WORKER, produceJson, sinkConnector, stopWorker, uniqueIdent, waitCommitted } from '../helpers/sink-e2e.ts';
+import { e2eResources, PROCESS_WORKER, produceJson, SCHEMALESS_JSON, sinkConnector, stopWorker, uniqueIdent, waitCommitted } from '../helpers/sink-e2e.ts';
 import { requireReachable, s3Settings, stackEndpoints } from '../helpers/stack.ts';
 import { startWorker } from '../helpers/worker.ts';
 import type { WorkerProcess } from '../helpers/worker.ts';
 
 const TIMEOUT = 300_000;
-const SCHEMALESS_JSON = { 'value.converter': 'org.apache.kafka.connect.json.JsonConverter', 'value.converter.schemas.enable': 'false', 'iceberg.tables.auto-create-enabled': 'true' };
+const SCHEMALESS_JSON_AUTO = { ...SCHEMALESS_JSON, 'iceberg.tables.auto-create-enabled': 'true' };
 
 /** `count` JSON records spread over `partitions`, ids from `from`. */
 function records(from: number, count: number, partitions: number): { partition: number; value: unknown }[] {
@@ -77,7 +77,7 @@ test('(a) a compacted control topic is refused at start, naming the setting and 
   await admin.ensureTopic({ name: compacted, partitions: 1, replicationFactor: -1, configs: { 'cleanup.policy': 'compact' } });
   const table = `${uniqueIdent('ops')}.events`;
 
-  const refused = startWorker({ connectors: [sinkConnector({ name, topics: topic, controlTopic: compacted, config: { ...SCHEMALESS_JSON, 'iceberg.tables': table } })] });
+  const refused = startWorker({ connectors: [sinkConnector({ name, topics: topic, controlTopic: compacted, config: { ...SCHEMALESS_JSON_AUTO, 'iceberg.tables': table } })] });
   res.workers.push(refused);
   const how = await Promise.race([refused.exited, sleep(60_000).then(() => 'still running after 60 s')]);
   assert.equal(how, '2', `a configuration error: exit code 2; last lines:\n${refused.lines.slice(-5).join('\n')}`);
@@ -85,7 +85,7 @@ test('(a) a compacted control topic is refused at start, naming the setting and 
   assert.ok(message !== undefined && message.includes(`control topic ${compacted}`), `the refusal names the setting and the topic; last lines:\n${refused.lines.slice(-5).join('\n')}`);
 
   // Without iceberg.control.topic: the connector's own topic, created with delete, unlimited bytes, the retention set.
-  const own = sinkConnector({ name, topics: topic, controlTopic: '', config: { ...SCHEMALESS_JSON, 'iceberg.tables': table } });
+  const own = sinkConnector({ name, topics: topic, controlTopic: '', config: { ...SCHEMALESS_JSON_AUTO, 'iceberg.tables': table } });
   delete own.config['iceberg.control.topic'];
   const worker = startWorker({ connectors: [own] });
   res.workers.push(worker);
@@ -106,7 +106,7 @@ test('(b) a stopped table fails the tasks: nothing read after the stop is acknow
   const before = await produceJson(topic, 2, records(0, 200, 2));
   const worker = startWorker({
     worker: PROCESS_WORKER,
-    connectors: [sinkConnector({ name, topics: topic, controlTopic: control, config: { ...SCHEMALESS_JSON, 'tasks.max': '2', 'iceberg.tables': table } })],
+    connectors: [sinkConnector({ name, topics: topic, controlTopic: control, config: { ...SCHEMALESS_JSON_AUTO, 'tasks.max': '2', 'iceberg.tables': table } })],
   });
   res.workers.push(worker);
   await waitCommitted(worker, table, before.length, 120_000);
@@ -157,7 +157,7 @@ test('(c) retention: a table that cannot commit raises the alarm, then fails the
     name,
     topics: topic,
     controlTopic: control,
-    config: { ...SCHEMALESS_JSON, 'iceberg.tables': table, 'iceberg.catalog.uri': e.proxyCatalogUri, 'icefloe.control.topic.min-retention-ms': '10000', 'icefloe.control.retention-alarm-ratio': '0.3', 'icefloe.control.retention-stop-ratio': '0.5' },
+    config: { ...SCHEMALESS_JSON_AUTO, 'iceberg.tables': table, 'iceberg.catalog.uri': e.proxyCatalogUri, 'icefloe.control.topic.min-retention-ms': '10000', 'icefloe.control.retention-alarm-ratio': '0.3', 'icefloe.control.retention-stop-ratio': '0.5' },
   });
   const before = await produceJson(topic, 2, records(0, 200, 2));
   const worker = startWorker({ worker: { 'icefloe.tasks.mode': 'in-process' }, connectors: [spec] });
@@ -196,7 +196,7 @@ test('(d) a table dropped and recreated while the worker runs: later records lan
   const first = await produceJson(topic, 2, records(0, 200, 2));
   const worker = startWorker({
     worker: PROCESS_WORKER,
-    connectors: [sinkConnector({ name, topics: topic, controlTopic: control, config: { ...SCHEMALESS_JSON, 'tasks.max': '2', 'iceberg.tables': table } })],
+    connectors: [sinkConnector({ name, topics: topic, controlTopic: control, config: { ...SCHEMALESS_JSON_AUTO, 'tasks.max': '2', 'iceberg.tables': table } })],
   });
   res.workers.push(worker);
   await waitCommitted(worker, table, first.length, 120_000);
@@ -257,7 +257,7 @@ test('(e) static tables [a, b], b missing, auto-create off, unrouted=skip: every
         name,
         topics: topic,
         controlTopic: control,
-        config: { ...SCHEMALESS_JSON, 'iceberg.tables.auto-create-enabled': 'false', 'icefloe.tables.unrouted': 'skip', 'iceberg.tables': `${a},${ns}.b` },
+        config: { ...SCHEMALESS_JSON_AUTO, 'iceberg.tables.auto-create-enabled': 'false', 'icefloe.tables.unrouted': 'skip', 'iceberg.tables': `${a},${ns}.b` },
       }),
     ],
   });

@@ -22,25 +22,12 @@ import { assertExactlyOnce, coordinateKey, exactlyOnceReport } from '../helpers/
 import type { Coordinates } from '../helpers/exactly-once.ts';
 import { unique } from '../helpers/kafka.ts';
 import { readTable } from '../helpers/readers.ts';
-import {
-  committedRecords,
-  e2eResources,
-  isoToMs,
-  PROCESS_WORKER,
-  produceJson,
-  produceOrders,
-  registryConverter,
-  sinkConnector,
-  stopWorker,
-  uniqueIdent,
-  waitCommitted,
-} from '../helpers/sink-e2e.ts';
+import { committedRecords, e2eResources, isoToMs, PROCESS_WORKER, produceJson, produceOrders, registryConverter, SCHEMALESS_JSON, sinkConnector, stopWorker, uniqueIdent, waitCommitted } from '../helpers/sink-e2e.ts';
 import { stackEndpoints } from '../helpers/stack.ts';
 import { startWorker } from '../helpers/worker.ts';
 import type { WorkerProcess } from '../helpers/worker.ts';
 
 const TIMEOUT = 900_000;
-const SCHEMALESS_JSON = { 'value.converter': 'org.apache.kafka.connect.json.JsonConverter', 'value.converter.schemas.enable': 'false' };
 
 test('(a) static routing by route-regex on region: each table holds exactly the records of its region', { timeout: TIMEOUT }, async (t) => {
   const res = await e2eResources(t);

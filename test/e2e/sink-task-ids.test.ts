@@ -15,7 +15,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { assertExactlyOnce } from '../helpers/exactly-once.ts';
 import { unique } from '../helpers/kafka.ts';
-import { committedRecords, e2eResources, produceJson, sinkConnector, stopWorker, uniqueIdent, waitCommitted } from '../helpers/sink-e2e.ts';
+import { committedRecords, e2eResources, produceJson, SCHEMALESS_JSON, sinkConnector, stopWorker, uniqueIdent, waitCommitted } from '../helpers/sink-e2e.ts';
 import { startWorker } from '../helpers/worker.ts';
 
 const PARTITIONS = 4;
@@ -37,8 +37,7 @@ test('a second worker whose icefloe.tasks.id-offset overlaps the first\'s refuse
     controlTopic: control,
     config: {
       'tasks.max': '2',
-      'value.converter': 'org.apache.kafka.connect.json.JsonConverter',
-      'value.converter.schemas.enable': 'false',
+      ...SCHEMALESS_JSON,
       'iceberg.tables': table,
       'iceberg.tables.auto-create-enabled': 'true',
       'iceberg.control.commit.interval-ms': '1000',

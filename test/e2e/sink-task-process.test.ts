@@ -20,7 +20,7 @@ import { readFileSync } from 'node:fs';
 import { test } from 'node:test';
 import { assertExactlyOnce } from '../helpers/exactly-once.ts';
 import { kafkaSettings, sleep, unique } from '../helpers/kafka.ts';
-import { committedRecords, e2eResources, produceJson, sinkConnector, stopWorker, uniqueIdent, waitCommitted } from '../helpers/sink-e2e.ts';
+import { committedRecords, e2eResources, produceJson, SCHEMALESS_JSON, sinkConnector, stopWorker, uniqueIdent, waitCommitted } from '../helpers/sink-e2e.ts';
 import { ensureStarted, restoreServiceAfter, stopService } from '../helpers/stack-services.ts';
 import { startWorker, untilWorkers } from '../helpers/worker.ts';
 import type { WorkerProcess } from '../helpers/worker.ts';
@@ -39,8 +39,7 @@ function jsonConnector(name: string, topic: string, control: string, table: stri
     controlTopic: control,
     config: {
       'tasks.max': '2',
-      'value.converter': 'org.apache.kafka.connect.json.JsonConverter',
-      'value.converter.schemas.enable': 'false',
+      ...SCHEMALESS_JSON,
       'iceberg.tables': table,
       'iceberg.tables.auto-create-enabled': 'true',
       'iceberg.control.commit.interval-ms': '1000',

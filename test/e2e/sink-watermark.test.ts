@@ -22,7 +22,7 @@ import { FaultProxy } from '../fault-proxy/client.ts';
 import { assertExactlyOnce } from '../helpers/exactly-once.ts';
 import type { Coordinates } from '../helpers/exactly-once.ts';
 import { kafkaSettings, sleep, unique } from '../helpers/kafka.ts';
-import { e2eResources, sinkConnector, stopWorker, uniqueIdent } from '../helpers/sink-e2e.ts';
+import { e2eResources, SCHEMALESS_JSON, sinkConnector, stopWorker, uniqueIdent } from '../helpers/sink-e2e.ts';
 import { stackEndpoints } from '../helpers/stack.ts';
 import { startWorker, untilWorkers } from '../helpers/worker.ts';
 import type { WorkerProcess } from '../helpers/worker.ts';
@@ -87,8 +87,7 @@ function connector(name: string, topic: string, control: string, table: string, 
     topics: topic,
     controlTopic: control,
     config: {
-      'value.converter': 'org.apache.kafka.connect.json.JsonConverter',
-      'value.converter.schemas.enable': 'false',
+      ...SCHEMALESS_JSON,
       'iceberg.tables': table,
       'iceberg.tables.auto-create-enabled': 'true',
       'iceberg.control.commit.interval-ms': '1000',

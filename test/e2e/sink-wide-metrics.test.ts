@@ -13,7 +13,7 @@ import { TRIMMED_MESSAGE } from '../../src/coordinate/metrics-trim.ts';
 import { assertExactlyOnce, duckdbCount } from '../helpers/exactly-once.ts';
 import { unique } from '../helpers/kafka.ts';
 import { readTable } from '../helpers/readers.ts';
-import { e2eResources, produceJson, sinkConnector, stopWorker, uniqueIdent, waitCommitted } from '../helpers/sink-e2e.ts';
+import { e2eResources, produceJson, SCHEMALESS_JSON, sinkConnector, stopWorker, uniqueIdent, waitCommitted } from '../helpers/sink-e2e.ts';
 import { startWorker } from '../helpers/worker.ts';
 
 const COLUMNS = 48;
@@ -48,8 +48,7 @@ test('a data file whose metrics exceed a control record is announced with trimme
         topics: topic,
         controlTopic: control,
         config: {
-          'value.converter': 'org.apache.kafka.connect.json.JsonConverter',
-          'value.converter.schemas.enable': 'false',
+          ...SCHEMALESS_JSON,
           'iceberg.tables': table,
           'iceberg.tables.auto-create-enabled': 'true',
           'iceberg.tables.write-props.write.metadata.metrics.default': 'full',

@@ -18,7 +18,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { assertExactlyOnce } from '../helpers/exactly-once.ts';
 import { sleep, unique } from '../helpers/kafka.ts';
-import { e2eResources, produceJson, sinkConnector, stopWorker, uniqueIdent } from '../helpers/sink-e2e.ts';
+import { e2eResources, produceJson, SCHEMALESS_JSON, sinkConnector, stopWorker, uniqueIdent } from '../helpers/sink-e2e.ts';
 import { stackEndpoints } from '../helpers/stack.ts';
 import { startWorker, untilWorkers } from '../helpers/worker.ts';
 import { FaultProxy } from '../fault-proxy/client.ts';
@@ -68,8 +68,7 @@ test('a frozen task whose late cycle moves no offset is fenced by the group gene
           topics: topic,
           controlTopic: control,
           config: {
-            'value.converter': 'org.apache.kafka.connect.json.JsonConverter',
-            'value.converter.schemas.enable': 'false',
+            ...SCHEMALESS_JSON,
             'iceberg.tables': table,
             'iceberg.tables.auto-create-enabled': 'true',
             'iceberg.control.commit.interval-ms': '2000',

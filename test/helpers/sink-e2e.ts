@@ -45,6 +45,9 @@ export function restCatalogKeys(): Record<string, string> {
 /** Worker properties of these tests: tasks as child processes. */
 export const PROCESS_WORKER: Readonly<Record<string, string>> = { 'icefloe.tasks.mode': 'process' };
 
+/** Connect's JsonConverter without the schema envelope (the table is inferred from the records). */
+export const SCHEMALESS_JSON: Readonly<Record<string, string>> = { 'value.converter': 'org.apache.kafka.connect.json.JsonConverter', 'value.converter.schemas.enable': 'false' };
+
 export interface SinkConnectorOptions {
   readonly name: string;
   readonly topics: string;
