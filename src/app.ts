@@ -20,6 +20,8 @@ import { fileURLToPath } from 'node:url';
 import pino from 'pino';
 import { ConfigError, RetriableError } from './core/errors.ts';
 import type { Logger } from './core/log.ts';
+import { JSON_LOGS, PLAIN_ENVIRONMENT, prettyFromJson, resolveLogOutput } from './core/log-format.ts';
+import type { LogEnvironment, LogOutput } from './core/log-format.ts';
 import { parseConnectorConfig } from './config/connector-config.ts';
 import type { CatalogConfig, ConnectorConfig } from './config/connector-config.ts';
 import { effectiveConverter } from './config/converters.ts';
@@ -55,8 +57,17 @@ import type { TaskHandle } from './runtime/worker.ts';
 // Logging
 // ---------------------------------------------------------------------------------------------------
 
-export function createLogger(level: string = 'info', bindings: Record<string, unknown> = {}): Logger {
-  const base = pino({ level, base: { pid: process.pid, ...bindings } }, pino.destination({ fd: 2, sync: true }));
+/**
+ * The Logger port over pino, writing synchronously to fd 2 (a worker's last lines are out before it exits).
+ * JSON lines as pino writes them, or each line turned into a pretty one (core/log-format.ts) on its way to
+ * the same synchronous destination; pretty lines leave out the process id (task=… tells the processes apart).
+ */
+export function createLogger(level: string = 'info', bindings: Record<string, unknown> = {}, output: LogOutput = JSON_LOGS): Logger {
+  const fd2 = pino.destination({ fd: 2, sync: true });
+  const base =
+    output.format === 'json'
+      ? pino({ level, base: { pid: process.pid, ...bindings } }, fd2)
+      : pino({ level, base: { ...bindings } }, { write: (line: string) => fd2.write(`${prettyFromJson(line, { colour: output.colour })}\n`) });
   const wrap = (p: pino.Logger): Logger => ({
     debug: (m, f) => p.debug(f ?? {}, m),
     info: (m, f) => p.info(f ?? {}, m),
@@ -168,6 +179,8 @@ export interface TaskSpec {
   readonly taskId: number;
   readonly crash: CrashSpec | undefined;
   readonly logLevel: string;
+  /** Decided once by the worker: the task process writes to the worker's stderr, which it inherits. */
+  readonly logOutput: LogOutput;
   /** task.shutdown.graceful.timeout.ms (an orphaned task process stops within it, at most 10 s). */
   readonly shutdownTimeoutMs: number;
 }
@@ -239,7 +252,7 @@ function startTaskProcess(spec: TaskSpec, log: Logger, onAnnounced: () => void):
 /** `icefloe task`: the child side of startTaskProcess (runtime/task-process.ts: when and how it exits). */
 export function runTaskChild(): Promise<number> {
   return runTaskProcess<TaskSpec>({
-    logger: (spec) => createLogger(spec.logLevel, { task: spec.taskId }),
+    logger: (spec) => createLogger(spec.logLevel, { task: spec.taskId }, spec.logOutput),
     start: (spec, log, onAnnounced) => startTaskInProcess(spec, log, onAnnounced),
     orphanStopMs: (spec) => spec.shutdownTimeoutMs,
   });
@@ -255,12 +268,14 @@ export interface PositionsCommandOptions {
   readonly cwd: string;
   readonly table: string;
   readonly action: PositionsAction;
+  /** ICEFLOE_LOG_FORMAT, NO_COLOR and whether stderr is a terminal (core/log-format.ts); default: none, not a terminal. */
+  readonly logEnvironment?: LogEnvironment;
 }
 
 /** `icefloe positions`: show, re-apply or adopt one table's control positions (coordinate/positions-tool.ts). */
 export async function runPositions(options: PositionsCommandOptions): Promise<PositionsReport> {
-  const log = createLogger('warn');
   const worker = parseWorkerProperties(readFileSync(resolvePath(options.cwd, options.workerPropertiesPath), 'utf8'), { baseDir: options.cwd });
+  const log = createLogger('warn', {}, resolveLogOutput(worker.logFormat, options.logEnvironment ?? PLAIN_ENVIRONMENT));
   const file = parseConnectorFile(readFileSync(resolvePath(options.cwd, options.connectorPath), 'utf8'), options.connectorPath);
   const connector = parseConnectorConfig(file.config, worker.defaultCatalogProps === undefined ? {} : { defaultCatalog: worker.defaultCatalogProps });
   const admin = await ConfluentKafkaAdmin.connect({ settings: workerKafkaSettings(worker, worker.adminProps), overrides: connector.adminOverrides });
@@ -281,6 +296,8 @@ export interface StandaloneOptions {
   readonly cwd: string;
   readonly crash: CrashSpec | undefined;
   readonly logLevel?: string;
+  /** ICEFLOE_LOG_FORMAT, NO_COLOR and whether stderr is a terminal (core/log-format.ts); default: none, not a terminal. */
+  readonly logEnvironment?: LogEnvironment;
 }
 
 /**
@@ -327,9 +344,11 @@ async function checkTaskIds(admin: ConfluentKafkaAdmin, worker: WorkerConfig, c:
 
 export async function runStandalone(options: StandaloneOptions): Promise<StandaloneWorker> {
   const logLevel = options.logLevel ?? 'info';
-  const log = createLogger(logLevel);
   const workerText = readFileSync(resolvePath(options.cwd, options.workerPropertiesPath), 'utf8');
   const worker = parseWorkerProperties(workerText, { baseDir: options.cwd });
+  // Decided here, once, for the worker and its task processes (a task's spec carries it).
+  const logOutput = resolveLogOutput(worker.logFormat, options.logEnvironment ?? PLAIN_ENVIRONMENT);
+  const log = createLogger(logLevel, {}, logOutput);
   for (const w of worker.warnings) log.warn(w);
   const workerProps = worker.stored();
   const connectors = options.connectorPaths.map((p) => {
@@ -355,7 +374,7 @@ export async function runStandalone(options: StandaloneOptions): Promise<Standal
       const taskId = n + worker.taskIdOffset;
       // A crash point is armed in a task's first incarnation only: the restarted task is the recovery under test.
       const crash = incarnation === 0 ? options.crash : undefined;
-      const spec: TaskSpec = { workerProps, baseDir: options.cwd, connector: c.stored(), taskId, crash, logLevel, shutdownTimeoutMs: worker.taskShutdownTimeoutMs };
+      const spec: TaskSpec = { workerProps, baseDir: options.cwd, connector: c.stored(), taskId, crash, logLevel, logOutput, shutdownTimeoutMs: worker.taskShutdownTimeoutMs };
       if (worker.tasksMode === 'process') return startTaskProcess(spec, log, onAnnounced);
       let task: SinkTask | undefined;
       const started = startTaskInProcess(spec, log, onAnnounced);

@@ -10,6 +10,7 @@
 import { existsSync, readFileSync } from 'node:fs';
 import type { GenerateFormat } from '../tools/generate/index.ts';
 import { ConfigError, IcefloeError } from './core/errors.ts';
+import type { LogEnvironment } from './core/log-format.ts';
 
 const DEFAULT_BOOTSTRAP_SERVERS = 'localhost:9092';
 const DEFAULT_REGISTRY_URL = 'http://localhost:8081/apis/ccompat/v7';
@@ -77,6 +78,11 @@ function env(name: string): string | undefined {
   return v === undefined || v.trim() === '' ? undefined : v;
 }
 
+/** What the log format depends on besides icefloe.log.format (core/log-format.ts resolves it). */
+function logEnvironment(): LogEnvironment {
+  return { format: process.env['ICEFLOE_LOG_FORMAT'], noColor: process.env['NO_COLOR'], stderrIsTty: process.stderr.isTTY === true };
+}
+
 async function generate(args: readonly string[]): Promise<void> {
   // Loaded here, not at startup: the tool brings the native Kafka client, which `version` and `help` do not
   // need, and the worker image has no tools/ at all.
@@ -117,7 +123,8 @@ async function generate(args: readonly string[]): Promise<void> {
 /**
  * `icefloe standalone`: runs until SIGTERM/SIGINT. ICEFLOE_CRASH_POINT / ICEFLOE_CRASH_AFTER /
  * ICEFLOE_CRASH_ACTION arm a named crash point (tests only; src/core/crash-points.ts); ICEFLOE_LOG_LEVEL
- * sets the log level.
+ * sets the log level, ICEFLOE_LOG_FORMAT (auto | json | pretty) overrides icefloe.log.format, NO_COLOR turns
+ * colour off.
  */
 async function standalone(args: readonly string[]): Promise<number> {
   const [workerFile, ...connectorFiles] = args;
@@ -144,6 +151,7 @@ async function standalone(args: readonly string[]): Promise<number> {
       cwd: process.cwd(),
       crash: parseCrashSpec(process.env['ICEFLOE_CRASH_POINT'], process.env['ICEFLOE_CRASH_AFTER'], process.env['ICEFLOE_CRASH_ACTION']),
       logLevel: process.env['ICEFLOE_LOG_LEVEL'] ?? 'info',
+      logEnvironment: logEnvironment(),
     });
   } catch (e) {
     const text = e instanceof IcefloeError ? e.message : e instanceof Error ? (e.stack ?? e.message) : String(e);
@@ -178,7 +186,7 @@ async function positions(args: readonly string[]): Promise<number> {
     return 2;
   }
   const { runPositions } = await import('./app.ts');
-  const report = await runPositions({ workerPropertiesPath: workerFile, connectorPath: connectorFile, cwd: process.cwd(), table, action });
+  const report = await runPositions({ workerPropertiesPath: workerFile, connectorPath: connectorFile, cwd: process.cwd(), table, action, logEnvironment: logEnvironment() });
   console.log(JSON.stringify(report, null, 2));
   return 0;
 }

@@ -13,6 +13,8 @@
  */
 import { isAbsolute, resolve } from 'node:path';
 import { ConfigError } from '../core/errors.ts';
+import { LOG_FORMATS } from '../core/log-format.ts';
+import type { LogFormatSetting } from '../core/log-format.ts';
 import { parseJson } from '../core/json.ts';
 import { ConfigDef, safeProps, validators } from './config-def.ts';
 import type { ParsedConfig } from './config-def.ts';
@@ -166,6 +168,8 @@ export const WORKER_CONFIG_DEF: ConfigDef = new ConfigDef()
     doc: 'Run each task as a child process (N tasks use N cores; the native Kafka client does not load in worker threads) or all tasks in the worker process (one core; simplest to debug).' })
   .define({ name: 'icefloe.tasks.id-offset', type: 'INT', default: '0', importance: 'LOW', group: G_ICEFLOE, validator: validators.range(0),
     doc: 'Added to the task numbers of every connector this worker runs (task ids `<offset>..<offset>+tasks.max-1`, so transactional ids `<prefix><connector>-<id>`): several standalone workers sharing one connector give each a different offset so their tasks stay distinct members rather than fencing each other by transactional.id.' })
+  .define({ name: 'icefloe.log.format', type: 'STRING', default: 'auto', importance: 'LOW', group: G_ICEFLOE, validator: validators.oneOf(LOG_FORMATS),
+    doc: 'How the worker and its task processes write their log lines to stderr: `json` (one JSON object per line, pino\'s, for files and log collectors), `pretty` (`HH:MM:SS.mmm LEVEL message  connector=… task=… key=value`, errors and traces on the following indented lines, levels coloured on a terminal unless NO_COLOR is set), or `auto`: pretty when stderr is a terminal, JSON otherwise. The environment variable ICEFLOE_LOG_FORMAT (same values) overrides it.' })
   .define({ name: 'icefloe.coordination', type: 'STRING', default: 'embedded', importance: 'MEDIUM', group: G_ICEFLOE,
     doc: notYet('icefloe.coordination', 'Where committer election and commit jobs live: embedded (in the worker process, standalone) or redis (leases and queues shared by several workers).') })
   .define({ name: 'icefloe.redis.url', type: 'STRING', default: null, importance: 'MEDIUM', group: G_ICEFLOE,
@@ -202,6 +206,8 @@ export interface WorkerConfig {
   readonly taskIdOffset: number;
   /** task.shutdown.graceful.timeout.ms: how long stopping tasks may take in all before they are killed. */
   readonly taskShutdownTimeoutMs: number;
+  /** icefloe.log.format (app.ts resolves `auto` and ICEFLOE_LOG_FORMAT: core/log-format.ts). */
+  readonly logFormat: LogFormatSetting;
   readonly secretKeys: readonly string[];
   readonly warnings: readonly string[];
   stored(): Record<string, string>;
@@ -309,6 +315,7 @@ function buildWorker(p: ParsedConfig, options: WorkerParseOptions): WorkerConfig
     tasksMode: p.string('icefloe.tasks.mode') === 'in-process' ? 'in-process' : 'process',
     taskIdOffset: p.number('icefloe.tasks.id-offset') ?? 0,
     taskShutdownTimeoutMs: p.number('task.shutdown.graceful.timeout.ms') ?? 30_000,
+    logFormat: LOG_FORMATS.find((f) => f === p.string('icefloe.log.format')) ?? 'auto',
     secretKeys: p.secretKeys(),
     warnings: p.warnings,
     stored,

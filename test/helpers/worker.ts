@@ -63,7 +63,8 @@ export function startWorker(options: WorkerOptions): WorkerProcess {
   });
   const child = spawn(process.execPath, [CLI, 'standalone', join(dir, 'worker.properties'), ...files], {
     cwd: dir,
-    env: { ...process.env, ...options.env },
+    // Without the caller's ICEFLOE_LOG_FORMAT: the tests read JSON lines (auto on a pipe) unless they set one.
+    env: { ...process.env, ICEFLOE_LOG_FORMAT: undefined, ...options.env },
     stdio: ['ignore', 'pipe', 'pipe'],
     // Its own process group: kill() and freeze() reach its task processes too, as a machine crash would.
     detached: true,
