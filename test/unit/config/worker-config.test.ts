@@ -200,3 +200,10 @@ test('connector files: the REST shape and the flat shape', () => {
   ];
   for (const [text, re] of bad) assert.throws(() => parseConnectorFile(text, 'f.json'), (e: unknown) => e instanceof ConfigError && re.test(e.message), text);
 });
+
+test('icefloe.log.format: auto by default, json or pretty; anything else is an error naming the key and its values', () => {
+  assert.equal(parseWorkerProperties('', { baseDir: BASE_DIR }).logFormat, 'auto');
+  assert.equal(parseWorkerProperties('icefloe.log.format=json', { baseDir: BASE_DIR }).logFormat, 'json');
+  assert.equal(parseWorkerProperties('icefloe.log.format=pretty', { baseDir: BASE_DIR }).logFormat, 'pretty');
+  assert.throws(() => parseWorkerProperties('icefloe.log.format=fancy', { baseDir: BASE_DIR }), /Invalid value fancy for configuration icefloe\.log\.format: String must be one of: auto, json, pretty/);
+});
