@@ -24,6 +24,8 @@ const allowed = {
 };
 /** src/ folders the generator tool (tools/generate/) may import: the Kafka and registry ports and adapters. */
 const generateUses = ['core', 'consume', 'decode'];
+/** The console tool (tools/console/, `icefloe produce|consume`) uses the same, plus the generator's Confluent framing. */
+const consoleUses = generateUses;
 const TECH = '(confluent|s3|local|redis|registry|rest|sql)';
 
 module.exports = {
@@ -44,17 +46,45 @@ module.exports = {
     },
     {
       name: 'entry-points-only-through-app',
-      comment: 'main.ts and cli.ts reach the rest of src/ only through app.ts and core/ (cli.ts also loads tools/generate/ for its generate command)',
+      comment: 'main.ts and cli.ts reach the rest of src/ only through app.ts, core/ and the CLI\'s own cli/ (cli.ts also loads tools/generate/ for its generate command)',
       severity: 'error',
       from: { path: '^src/(main|cli)\\.ts$' },
-      to: { path: '^src/', pathNot: ['^src/(app|main|cli)\\.ts$', '^src/core/'] },
+      to: { path: '^src/', pathNot: ['^src/(app|main|cli)\\.ts$', '^src/core/', '^src/cli/'] },
+    },
+    {
+      name: 'layer-cli',
+      comment: 'src/cli/ (the CLI\'s options, help and console commands) may import only core/ from src/',
+      severity: 'error',
+      from: { path: '^src/cli/' },
+      to: { path: '^src/', pathNot: ['^src/(cli|core)/'] },
     },
     {
       name: 'worker-without-tools',
       comment: 'the worker (src/ except the CLI entry) never imports tools/: the generator stays out of its import graph and its image',
       severity: 'error',
-      from: { path: '^src/', pathNot: ['^src/cli\\.ts$'] },
+      from: { path: '^src/', pathNot: ['^src/cli\\.ts$', '^src/cli/console\\.ts$'] },
       to: { path: '^tools/' },
+    },
+    {
+      name: 'cli-console-loads-only-the-console-entry',
+      comment: 'src/cli/console.ts reaches the console tool only through its composition, tools/console/index.ts',
+      severity: 'error',
+      from: { path: '^src/cli/console\\.ts$' },
+      to: { path: '^tools/', pathNot: ['^tools/console/index\\.ts$'] },
+    },
+    {
+      name: 'layer-tools-console',
+      comment: `tools/console/ may import from src/ only: ${consoleUses.join(', ')}; from tools/ only the generator's encodings`,
+      severity: 'error',
+      from: { path: '^tools/console/' },
+      to: { path: '^(src|tools)/', pathNot: [`^src/(${consoleUses.join('|')})/`, '^tools/console/', '^tools/generate/order-encodings\\.ts$'] },
+    },
+    {
+      name: 'console-adapters-only-from-its-composition',
+      comment: 'in tools/console/ only index.ts (its composition) builds technology adapters',
+      severity: 'error',
+      from: { path: '^tools/console/', pathNot: ['^tools/console/index\\.ts$'] },
+      to: { path: `^src/[^/]+/${TECH}/` },
     },
     {
       name: 'cli-loads-only-the-generator-entry',

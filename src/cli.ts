@@ -5,77 +5,22 @@
  * comes with the sink, and everything past its argument parsing happens in app.ts; `generate` produces test
  * data with the generator tool (tools/generate/, its own composition), loaded only for that command, so
  * the worker's import graph does not contain it and the worker image, which does not ship tools/, runs
- * without it.
+ * without it; `produce` and `consume` do the same with the console tool (src/cli/console.ts, tools/console/).
+ * Help: `icefloe` alone is a usage error (exit 2); `icefloe <command> --help` prints the command's own
+ * text (src/cli/usage.ts) before its arguments are parsed. Users run it through bin/icefloe, which picks
+ * the project's Node 24.
  */
 import { existsSync, readFileSync } from 'node:fs';
 import type { GenerateFormat } from '../tools/generate/index.ts';
 import { ConfigError, IcefloeError } from './core/errors.ts';
 import type { LogEnvironment } from './core/log-format.ts';
-
-const DEFAULT_BOOTSTRAP_SERVERS = 'localhost:9092';
-const DEFAULT_REGISTRY_URL = 'http://localhost:8081/apis/ccompat/v7';
-
-const USAGE = `usage: icefloe <command> [options]
-
-commands:
-  standalone WORKER.properties CONNECTOR.json...
-            run the worker with these connectors (Kafka's connect-standalone shape); SIGTERM/SIGINT stop
-            it cleanly: every task commits its last cycle, the committer applies it
-  generate  produce order events to Kafka (registering their schema), for quickstarts, tests and benchmarks
-            (a tool of the source tree, tools/generate/: not in the worker image)
-  positions WORKER.properties CONNECTOR.json --table NS.TABLE [--reapply | --adopt]
-            a table's control positions and the connector's (read only without a flag); after a rollback
-            or branch reset stopped the table (positions-rolled-back): --reapply applies the announcements it
-            lost again from its current positions, --adopt keeps the table as it is (docs/sink.md)
-  version   print Icefloe's version and the Node runtime
-  help      this text
-
-icefloe generate [options]
-  --topic NAME               topic to produce to (default orders)
-  --count N                  number of events (default 10000)
-  --rate N                   events per second, 0 for as fast as possible (default 0)
-  --format F                 avro | protobuf (Confluent-framed, schema registered as <topic>-value),
-                             json-schema (JsonConverter with schemas.enable=true) | json (schemas.enable=false)
-                             (default avro)
-  --partitions N             partitions to create the topic with if it does not exist (default 6)
-  --only-partitions 0,1      produce only to these partitions, in turn (default: the key, the order id, chooses)
-  --seed N                   the same seed produces the same events (default 1)
-  --schema-version 1|2       2 adds the optional field channel and widens items.quantity to long (default 1)
-  --bootstrap-servers HOSTS  Kafka (default $ICEFLOE_BOOTSTRAP_SERVERS, else ${DEFAULT_BOOTSTRAP_SERVERS})
-  --registry-url URL         Confluent-API schema registry (default $ICEFLOE_REGISTRY_URL, else
-                             ${DEFAULT_REGISTRY_URL})
-`;
+import { runConsoleTool } from './cli/console.ts';
+import { endpoints, integer, parseOptions } from './cli/options.ts';
+import { COMMAND_HELP, USAGE, wantsHelp } from './cli/usage.ts';
 
 function version(): string {
   const pkg = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version: string };
   return `icefloe ${pkg.version} (node ${process.version})`;
-}
-
-/** `--name value` and `--name=value` options; a repeated option keeps its last value. */
-function parseOptions(args: readonly string[], known: readonly string[]): Map<string, string> {
-  const out = new Map<string, string>();
-  for (let i = 0; i < args.length; i++) {
-    const arg = args[i] as string;
-    if (!arg.startsWith('--')) throw new ConfigError(`unexpected argument '${arg}'`);
-    const eq = arg.indexOf('=');
-    const name = eq < 0 ? arg.slice(2) : arg.slice(2, eq);
-    if (!known.includes(name)) throw new ConfigError(`unknown option --${name}`);
-    const value = eq < 0 ? args[++i] : arg.slice(eq + 1);
-    if (value === undefined) throw new ConfigError(`option --${name} needs a value`);
-    out.set(name, value);
-  }
-  return out;
-}
-
-function integer(name: string, text: string, min: number): number {
-  const n = Number(text);
-  if (text.trim() === '' || !Number.isSafeInteger(n) || n < min) throw new ConfigError(`--${name} must be an integer of at least ${min}, not '${text}'`);
-  return n;
-}
-
-function env(name: string): string | undefined {
-  const v = process.env[name];
-  return v === undefined || v.trim() === '' ? undefined : v;
 }
 
 /** What the log format depends on besides icefloe.log.format (core/log-format.ts resolves it). */
@@ -90,7 +35,7 @@ async function generate(args: readonly string[]): Promise<void> {
     throw new ConfigError('the test-data generator is not installed here: it is a tool of the source tree (tools/generate/), not part of the worker image');
   }
   const { GENERATE_FORMATS, runGenerate } = await import('../tools/generate/index.ts');
-  const o = parseOptions(args, ['topic', 'count', 'rate', 'format', 'partitions', 'only-partitions', 'seed', 'schema-version', 'bootstrap-servers', 'registry-url']);
+  const o = parseOptions(args, { values: ['topic', 'count', 'rate', 'format', 'partitions', 'only-partitions', 'seed', 'schema-version', 'bootstrap-servers', 'registry-url'] });
   const format = o.get('format') ?? 'avro';
   if (!(GENERATE_FORMATS as readonly string[]).includes(format)) throw new ConfigError(`--format must be one of ${GENERATE_FORMATS.join(', ')}, not '${format}'`);
   const rate = Number(o.get('rate') ?? '0');
@@ -101,8 +46,7 @@ async function generate(args: readonly string[]): Promise<void> {
   const topic = o.get('topic') ?? 'orders';
 
   const stats = await runGenerate({
-    bootstrapServers: o.get('bootstrap-servers') ?? env('ICEFLOE_BOOTSTRAP_SERVERS') ?? DEFAULT_BOOTSTRAP_SERVERS,
-    registryUrl: o.get('registry-url') ?? env('ICEFLOE_REGISTRY_URL') ?? DEFAULT_REGISTRY_URL,
+    ...endpoints(o, process.env),
     topic,
     partitions: integer('partitions', o.get('partitions') ?? '6', 1),
     ...(only === undefined ? {} : { onlyPartitions: only.split(',').map((p) => integer('only-partitions', p, 0)) }),
@@ -191,16 +135,40 @@ async function positions(args: readonly string[]): Promise<number> {
   return 0;
 }
 
+/** Our errors carry a message meant for the user; anything else is a bug, so its stack is shown. */
+function report(command: string, e: unknown): number {
+  const text = e instanceof IcefloeError ? e.message : e instanceof Error ? (e.stack ?? e.message) : String(e);
+  process.stderr.write(`icefloe ${command}: ${text}\n`);
+  return e instanceof ConfigError ? 2 : 1;
+}
+
 async function main(argv: readonly string[]): Promise<number> {
   const [command, ...rest] = argv;
+  // `icefloe <command> --help` (and `icefloe help <command>`): the command's own text, before anything
+  // else parses the arguments; the internal `task` command has none.
+  const helpFor = command === 'help' ? (rest.find((a) => !a.startsWith('-')) ?? (wantsHelp(rest) ? 'help' : undefined))
+    : command !== undefined && command !== 'task' && wantsHelp(rest) ? command : undefined;
+  if (helpFor !== undefined) {
+    const text = COMMAND_HELP[helpFor];
+    if (text === undefined) {
+      process.stderr.write(`icefloe: unknown command '${helpFor}'\n\n${USAGE}`);
+      return 2;
+    }
+    process.stdout.write(text);
+    return 0;
+  }
   switch (command) {
     case 'version':
     case '--version':
       console.log(version());
       return 0;
     case undefined:
+      // No command is a usage error, as for any tool: the overview goes to stderr, and the exit status says so.
+      process.stderr.write(USAGE);
+      return 2;
     case 'help':
     case '--help':
+    case '-h':
       process.stdout.write(USAGE);
       return 0;
     case 'standalone':
@@ -215,23 +183,21 @@ async function main(argv: readonly string[]): Promise<number> {
       try {
         return await positions(rest);
       } catch (e) {
-        const text = e instanceof IcefloeError ? e.message : e instanceof Error ? (e.stack ?? e.message) : String(e);
-        process.stderr.write(`icefloe positions: ${text}\n`);
-        return e instanceof ConfigError ? 2 : 1;
+        return report(command, e);
       }
     case 'generate':
-      if (rest.includes('--help')) {
-        process.stdout.write(USAGE);
-        return 0;
-      }
       try {
         await generate(rest);
         return 0;
       } catch (e) {
-        // Our errors carry a message meant for the user; anything else is a bug, so show its stack.
-        const text = e instanceof IcefloeError ? e.message : e instanceof Error ? (e.stack ?? e.message) : String(e);
-        process.stderr.write(`icefloe generate: ${text}\n`);
-        return e instanceof ConfigError ? 2 : 1;
+        return report(command, e);
+      }
+    case 'produce':
+    case 'consume':
+      try {
+        return await runConsoleTool(command, rest, process.env);
+      } catch (e) {
+        return report(command, e);
       }
     default:
       process.stderr.write(`icefloe: unknown command '${command}'\n\n${USAGE}`);

@@ -22,13 +22,50 @@ test('an unknown command exits 2 with the usage', () => {
   assert.match(r.stderr, /usage: icefloe/);
 });
 
-test('icefloe help lists generate and its options', () => {
-  const r = run('help');
-  assert.equal(r.status, 0, r.stderr);
-  assert.match(r.stdout, /^ {2}generate {2}/m);
-  for (const option of ['--topic', '--count', '--rate', '--format', '--partitions', '--only-partitions', '--seed', '--schema-version', '--bootstrap-servers', '--registry-url']) {
-    assert.match(r.stdout, new RegExp(`^ {2}${option} `, 'm'), option);
+test('icefloe with no arguments prints the usage to stderr and exits 2 (a usage error, as for any tool)', () => {
+  const r = run();
+  assert.equal(r.status, 2);
+  assert.equal(r.stdout, '');
+  assert.match(r.stderr, /^usage: icefloe <command> \[options\]/);
+});
+
+test('icefloe help, --help and -h print the command list to stdout and exit 0', () => {
+  for (const args of [['help'], ['--help'], ['-h']]) {
+    const r = run(...args);
+    assert.equal(r.status, 0, `${args.join(' ')}: ${r.stderr}`);
+    for (const command of ['standalone', 'generate', 'produce', 'consume', 'positions', 'version', 'help']) {
+      assert.match(r.stdout, new RegExp(`^ {2}${command} `, 'm'), `${args.join(' ')} lists ${command}`);
+    }
+    assert.match(r.stdout, /icefloe <command> --help/);
   }
+});
+
+/** Each subcommand and the options its --help must document (with the default where there is one). */
+const COMMAND_OPTIONS: Readonly<Record<string, readonly string[]>> = {
+  standalone: ['--exit-on-failure'],
+  generate: ['--topic', '--count', '--rate', '--format', '--partitions', '--only-partitions', '--seed', '--schema-version', '--bootstrap-servers', '--registry-url'],
+  produce: ['--topic', '--value', '--format', '--schema', '--message', '--key', '--key-field', '--partition', '--partitions', '--bootstrap-servers', '--registry-url'],
+  consume: ['--topic', '--from-beginning', '--max-messages', '--timeout-ms', '--partition', '--bootstrap-servers', '--registry-url'],
+  positions: ['--table', '--reapply', '--adopt'],
+  version: [],
+};
+
+test('every subcommand answers --help and -h with its synopsis, options (with defaults) and an example, exit 0', () => {
+  for (const [command, options] of Object.entries(COMMAND_OPTIONS)) {
+    for (const flag of ['--help', '-h']) {
+      // Other arguments do not matter: help is answered before they are parsed (and before any connection).
+      const r = run(command, flag, '--bootstrap-servers', '127.0.0.1:1');
+      assert.equal(r.status, 0, `${command} ${flag}: ${r.stderr}`);
+      assert.match(r.stdout, new RegExp(`^usage: icefloe ${command}\\b`), `${command} ${flag}: synopsis first`);
+      assert.match(r.stdout, new RegExp(`^examples?:\\n {2}icefloe ${command}\\b`, 'm'), `${command} ${flag}: an example`);
+      for (const option of options) assert.match(r.stdout, new RegExp(`^ {2}${option}\\b`, 'm'), `${command} ${flag}: ${option}`);
+      if (options.some((o) => o !== '--exit-on-failure' && o !== '--reapply' && o !== '--adopt' && o !== '--table')) {
+        assert.match(r.stdout, /\(default /, `${command} ${flag}: defaults`);
+      }
+    }
+  }
+  // `icefloe help COMMAND` is the same text.
+  assert.equal(run('help', 'produce').stdout, run('produce', '--help').stdout);
 });
 
 test('icefloe generate: a bad option exits 2 naming it, before connecting to anything', () => {
@@ -60,7 +97,38 @@ test('the worker image (src/ without tools/): the worker loads, and generate say
     const r = spawnSync(process.execPath, [join(image, 'src/cli.ts'), 'generate', '--bootstrap-servers', '127.0.0.1:1'], { encoding: 'utf8' });
     assert.equal(r.status, 2, r.stderr);
     assert.match(r.stderr, /icefloe generate: the test-data generator is not installed here: it is a tool of the source tree \(tools\/generate\/\)/);
+    for (const command of ['produce', 'consume']) {
+      const args = command === 'produce' ? ['--topic', 't', '--value', '{}'] : ['--topic', 't'];
+      const c = spawnSync(process.execPath, [join(image, 'src/cli.ts'), command, ...args, '--bootstrap-servers', '127.0.0.1:1'], { encoding: 'utf8' });
+      assert.equal(c.status, 2, c.stderr);
+      assert.match(c.stderr, new RegExp(`icefloe ${command}: the console tool is not installed here: it is a tool of the source tree \\(tools/console/\\)`));
+    }
   } finally {
     rmSync(image, { recursive: true, force: true });
+  }
+});
+
+test('icefloe produce and consume: a bad option or input exits 2 naming it, before connecting to anything', () => {
+  for (const [args, message] of [
+    [['produce', '--value', '{}'], /--topic is required/],
+    [['produce', '--topic', 't', '--frobnicate', '1'], /unknown option --frobnicate \(options: --topic, /],
+    [['produce', '--topic', 't', '--format', 'xml', '--value', '{}'], /--format must be one of json, avro, protobuf, not 'xml'/],
+    [['produce', '--topic', 't', '--format', 'avro', '--value', '{}'], /--format avro needs --schema/],
+    [['produce', '--topic', 't', '--format', 'avro', '--schema', 'no-such-file.avsc', '--value', '{}'], /--schema no-such-file.avsc: no such file/],
+    [['produce', '--topic', 't', '--key', 'k', '--key-field', 'id', '--value', '{}'], /--key and --key-field exclude each other/],
+    [['produce', '--topic', 't', '--value', '{"id": 1', '--value', 'x'], /--value #1 is not a JSON document/],
+    [['produce', '--topic', 't', '--format', 'avro', '--schema', '{"type": "record", "name": "R", "fields": [{"name": "id", "type": "long"}]}', '--value', '{"id": 1}', '--value', '{"id": "one"}'],
+      /--value #2 does not fit the Avro schema: field id: expected long, got "one"/],
+    [['produce', '--topic', 't', '--key-field', 'id', '--value', '{"name": "x"}'], /--value #1 has no field 'id' for --key-field \(its fields: name\)/],
+    [['produce', '--topic', 't', '--partitions', '0', '--value', '{}'], /--partitions must be an integer of at least 1/],
+    [['consume'], /--topic is required/],
+    [['consume', '--topic', 't', '--max-messages', 'ten'], /--max-messages must be an integer of at least 1, not 'ten'/],
+    [['consume', '--topic', 't', '--from-beginning=yes'], /option --from-beginning takes no value/],
+  ] as const) {
+    // An unreachable broker: were the arguments accepted, the run would fail differently (exit 1, after 15 s).
+    const r = run(...args, '--bootstrap-servers', '127.0.0.1:1');
+    assert.equal(r.status, 2, `${args.join(' ')}: ${r.stderr}`);
+    assert.match(r.stderr, new RegExp(`^icefloe ${args[0]}: `));
+    assert.match(r.stderr, message);
   }
 });

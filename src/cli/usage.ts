@@ -1,0 +1,181 @@
+/**
+ * The `icefloe` command's help: the overview (`icefloe help`, and on stderr for no or an unknown command)
+ * and each subcommand's own text (`icefloe <command> --help`): synopsis, options with their defaults, and
+ * examples that run against the local stack (test/e2e/docs-commands.test.ts runs the README's).
+ *
+ * Owns: the help texts. Must not: parse arguments (options.ts) or run anything.
+ */
+import { DEFAULT_BOOTSTRAP_SERVERS, DEFAULT_REGISTRY_URL } from './options.ts';
+
+const ENDPOINTS = `  --bootstrap-servers HOSTS  Kafka (default $ICEFLOE_BOOTSTRAP_SERVERS, else ${DEFAULT_BOOTSTRAP_SERVERS})
+  --registry-url URL         Confluent-API schema registry (default $ICEFLOE_REGISTRY_URL, else
+                             ${DEFAULT_REGISTRY_URL})`;
+
+export const USAGE = `usage: icefloe <command> [options]
+
+commands:
+  standalone WORKER.properties CONNECTOR.json...
+            run the worker with these connectors (Kafka's connect-standalone shape)
+  generate  produce generated order events to Kafka (registering their schema), for quickstarts and tests
+  produce   produce your own records (JSON lines, Avro or Protobuf) to a topic
+  consume   print a topic's records, decoded, as JSON lines
+  positions WORKER.properties CONNECTOR.json --table NS.TABLE [--reapply | --adopt]
+            a table's control positions and the connector's; recovers a rolled-back table
+  version   print Icefloe's version and the Node runtime
+  help      this text
+
+Every command explains itself: icefloe <command> --help
+(generate, produce and consume are tools of the source tree, tools/: not in the worker image)
+`;
+
+const STANDALONE = `usage: icefloe standalone [--exit-on-failure] WORKER.properties CONNECTOR.json...
+
+Runs the worker with the connectors in the JSON files (Kafka's connect-standalone shape): each connector's
+tasks.max sink tasks and one committer. SIGTERM or Ctrl-C (SIGINT) stops it cleanly: every task commits
+its last cycle and the committer applies it.
+
+arguments:
+  WORKER.properties          worker settings: bootstrap.servers, converters, consumer.*, producer.*,
+                             icefloe.* (docs/configuration.md)
+  CONNECTOR.json...          one or more connector configurations (the Apache Iceberg sink's keys)
+
+options:
+  --exit-on-failure          exit non-zero with a summary once every task of every connector has failed
+                             for a reason a restart cannot fix (the default while there is no REST API
+                             to report FAILED tasks)
+
+environment:
+  ICEFLOE_LOG_LEVEL          trace | debug | info | warn | error (default info)
+
+examples:
+  icefloe standalone config/worker-s3-rest.properties connectors/orders-avro-s3-rest.json
+  icefloe standalone config/worker-standalone.properties connectors/events-json.json
+`;
+
+const GENERATE = `usage: icefloe generate [options]
+
+Produces generated order events (a fixed schema: order id, region, status, items, total, ...) to a topic,
+registering their schema as <topic>-value when the format needs one. The topic is created if missing.
+
+options:
+  --topic NAME               topic to produce to (default orders)
+  --count N                  number of events (default 10000)
+  --rate N                   events per second, 0 for as fast as possible (default 0)
+  --format F                 avro | protobuf (Confluent-framed, schema registered as <topic>-value),
+                             json-schema (JsonConverter with schemas.enable=true) | json (schemas.enable=false)
+                             (default avro)
+  --partitions N             partitions to create the topic with if it does not exist (default 6)
+  --only-partitions 0,1      produce only to these partitions, in turn (default: the key, the order id, chooses)
+  --seed N                   the same seed produces the same events (default 1)
+  --schema-version 1|2       2 adds the optional field channel and widens items.quantity to long (default 1)
+${ENDPOINTS}
+
+examples:
+  icefloe generate --topic orders --count 100000 --rate 20000 --format avro
+  icefloe generate --topic orders-pb --count 1000 --format protobuf --schema-version 2
+`;
+
+const PRODUCE = `usage: icefloe produce --topic NAME [options] [--value JSON]...
+
+Produces records to a topic: each --value, or without one each line of stdin (one JSON document per line;
+blank lines are skipped). Every record is checked before anything is sent: a line that is not JSON or does
+not fit the schema is named with its line number and field, and nothing is produced. A missing topic is
+created with --partitions (an existing one is used as it is); a topic that cannot be created fails at once,
+naming the topic and the broker.
+
+options:
+  --topic NAME               topic to produce to (required)
+  --value JSON               a record's value; repeatable (default: read stdin)
+  --format F                 json: the JSON text as is (JsonConverter with schemas.enable=false) |
+                             avro | protobuf: encoded with --schema, registered as <topic>-value and
+                             Confluent-framed (magic byte, schema id), as Confluent's serializers do
+                             (default json)
+  --schema FILE|TEXT         the Avro schema (.avsc JSON) or the .proto file, as a path or inline text;
+                             required for avro and protobuf. Avro values are plain JSON (a union's value
+                             unwrapped, bytes as a string of code points 0-255); Protobuf values use the
+                             .proto field names (64-bit integers as numbers or strings, bytes as base64)
+  --message NAME             protobuf: the message to encode (default: the first one in the file)
+  --key TEXT                 the key of every record, as a UTF-8 string (default: no key)
+  --key-field NAME           the key of each record: this top-level field of its value (a string as is,
+                             anything else as its JSON text)
+  --partition N              produce to this partition (default: the key chooses; without a key, spread)
+  --partitions N             partitions to create a missing topic with (default 1)
+${ENDPOINTS}
+
+examples:
+  icefloe produce --topic demo --value '{"id": 1, "name": "first"}' --value '{"id": 2, "name": "second"}'
+  printf '{"id": 3}\\n{"id": 4}\\n' | icefloe produce --topic demo --key-field id
+  icefloe produce --topic demo-avro --format avro --key-field id \\
+    --schema '{"type": "record", "name": "Demo", "fields": [{"name": "id", "type": "long"}]}' --value '{"id": 5}'
+  icefloe produce --topic demo-pb --format protobuf --schema demo.proto --value '{"id": 6}'
+`;
+
+const CONSUME = `usage: icefloe consume --topic NAME [options]
+
+Prints a topic's records as JSON lines: partition, offset, timestamp, key, value, and the value's format.
+Confluent-framed Avro and Protobuf values are decoded with their schema from the registry; other values
+are printed as JSON when they are JSON, else as a UTF-8 string, else as hex. It reads by assignment, with
+no consumer group: it never commits offsets and never disturbs a connector. Committed records only
+(read_committed). Stops at --max-messages, after --timeout-ms without a new record, or on Ctrl-C.
+
+options:
+  --topic NAME               topic to read (required; it must exist)
+  --from-beginning           start at each partition's first record (default: only records produced
+                             after it started)
+  --max-messages N           stop after N records (default: no limit)
+  --timeout-ms N             stop after N ms without a new record (default: wait until Ctrl-C)
+  --partition N              read only this partition (default: all)
+${ENDPOINTS}
+
+examples:
+  icefloe consume --topic demo --from-beginning --max-messages 10
+  icefloe consume --topic orders --from-beginning --max-messages 3 --timeout-ms 10000
+`;
+
+const POSITIONS = `usage: icefloe positions WORKER.properties CONNECTOR.json --table NS.TABLE [--reapply | --adopt]
+
+Prints, as JSON, a table's control positions (stored in its snapshots) and the connector's, read only.
+After a rollback or branch reset stopped the table (positions-rolled-back): --reapply applies the
+announcements it lost again from its current positions; --adopt keeps the table as it is and moves the
+positions to it (docs/sink.md, "Control positions and tables that move backwards").
+
+options:
+  --table NS.TABLE           the table (required)
+  --reapply                  re-apply what the table lost, from its current positions
+  --adopt                    keep the table as it is and record its positions as the connector's
+
+example:
+  icefloe positions config/worker-s3-rest.properties connectors/orders-avro-s3-rest.json --table sales.orders
+`;
+
+const VERSION = `usage: icefloe version
+
+Prints Icefloe's version and the Node runtime it runs on (also: icefloe --version).
+
+example:
+  icefloe version
+`;
+
+const HELP = `usage: icefloe help [COMMAND]
+
+Prints the list of commands, or COMMAND's own help (the same as icefloe COMMAND --help).
+
+example:
+  icefloe help produce
+`;
+
+/** Each command's own help, by command name. */
+export const COMMAND_HELP: Readonly<Record<string, string>> = {
+  standalone: STANDALONE,
+  generate: GENERATE,
+  produce: PRODUCE,
+  consume: CONSUME,
+  positions: POSITIONS,
+  version: VERSION,
+  help: HELP,
+};
+
+/** True when the arguments ask for help (`--help` or `-h` anywhere). */
+export function wantsHelp(args: readonly string[]): boolean {
+  return args.includes('--help') || args.includes('-h');
+}
