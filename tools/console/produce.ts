@@ -85,9 +85,10 @@ async function ensureTopic(admin: KafkaAdmin, req: ProduceRequest): Promise<numb
   try {
     created = await admin.ensureTopic({ name: req.topic, partitions: req.partitions, replicationFactor: -1 });
   } catch (e) {
-    // A refusal (an invalid name, no permission) is the user's to fix (exit 2); anything else is the cluster's.
+    // The broker's refusal (an invalid name, a policy, no permission) is the user's to fix (exit 2); a
+    // broker that cannot be reached or answers too late is the cluster's (exit 1).
     const why = e instanceof IcefloeError ? e.message : String(e);
-    const Class = e instanceof ConfigError ? ConfigError : RetriableError;
+    const Class = e instanceof RetriableError ? RetriableError : ConfigError;
     throw new Class(`could not find or create topic ${req.topic} on the Kafka cluster at ${req.bootstrapServers}: ${why}`, { cause: e });
   }
   if (req.partition !== undefined) {
