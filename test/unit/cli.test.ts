@@ -1,6 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawnSync } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { cpSync, mkdtempSync, rmSync, symlinkSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -8,6 +8,18 @@ import { fileURLToPath } from 'node:url';
 
 const cli = fileURLToPath(new URL('../../src/cli.ts', import.meta.url));
 const run = (...args: string[]) => spawnSync(process.execPath, [cli, ...args], { encoding: 'utf8' });
+
+/** The same, several at once (each CLI start costs a few hundred ms of a loaded machine). */
+function runAll(argLists: readonly (readonly string[])[]): Promise<{ status: number | null; stdout: string; stderr: string }[]> {
+  return Promise.all(argLists.map((args) => new Promise<{ status: number | null; stdout: string; stderr: string }>((resolve) => {
+    const child = spawn(process.execPath, [cli, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
+    child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+    child.on('close', (status) => resolve({ status, stdout, stderr }));
+  })));
+}
 
 test('icefloe version names the package version and the Node runtime', () => {
   const r = run('version');
@@ -50,22 +62,23 @@ const COMMAND_OPTIONS: Readonly<Record<string, readonly string[]>> = {
   version: [],
 };
 
-test('every subcommand answers --help and -h with its synopsis, options (with defaults) and an example, exit 0', () => {
-  for (const [command, options] of Object.entries(COMMAND_OPTIONS)) {
-    for (const flag of ['--help', '-h']) {
-      // Other arguments do not matter: help is answered before they are parsed (and before any connection).
-      const r = run(command, flag, '--bootstrap-servers', '127.0.0.1:1');
-      assert.equal(r.status, 0, `${command} ${flag}: ${r.stderr}`);
-      assert.match(r.stdout, new RegExp(`^usage: icefloe ${command}\\b`), `${command} ${flag}: synopsis first`);
-      assert.match(r.stdout, new RegExp(`^examples?:\\n {2}icefloe ${command}\\b`, 'm'), `${command} ${flag}: an example`);
-      for (const option of options) assert.match(r.stdout, new RegExp(`^ {2}${option}\\b`, 'm'), `${command} ${flag}: ${option}`);
-      if (options.some((o) => o !== '--exit-on-failure' && o !== '--reapply' && o !== '--adopt' && o !== '--table')) {
-        assert.match(r.stdout, /\(default /, `${command} ${flag}: defaults`);
-      }
+test('every subcommand answers --help and -h with its synopsis, options (with defaults) and an example, exit 0', async () => {
+  const cases = Object.entries(COMMAND_OPTIONS).flatMap(([command, options]) => ['--help', '-h'].map((flag) => ({ command, options, flag })));
+  // Other arguments do not matter: help is answered before they are parsed (and before any connection).
+  const results = await runAll(cases.map((c) => [c.command, c.flag, '--bootstrap-servers', '127.0.0.1:1']));
+  cases.forEach(({ command, options, flag }, i) => {
+    const r = results[i] as { status: number | null; stdout: string; stderr: string };
+    assert.equal(r.status, 0, `${command} ${flag}: ${r.stderr}`);
+    assert.match(r.stdout, new RegExp(`^usage: icefloe ${command}\\b`), `${command} ${flag}: synopsis first`);
+    assert.match(r.stdout, new RegExp(`^examples?:\\n {2}icefloe ${command}\\b`, 'm'), `${command} ${flag}: an example`);
+    for (const option of options) assert.match(r.stdout, new RegExp(`^ {2}${option}\\b`, 'm'), `${command} ${flag}: ${option}`);
+    if (options.some((o) => o !== '--exit-on-failure' && o !== '--reapply' && o !== '--adopt' && o !== '--table')) {
+      assert.match(r.stdout, /\(default /, `${command} ${flag}: defaults`);
     }
-  }
+  });
   // `icefloe help COMMAND` is the same text.
-  assert.equal(run('help', 'produce').stdout, run('produce', '--help').stdout);
+  const [viaHelp, viaFlag] = await runAll([['help', 'produce'], ['produce', '--help']]);
+  assert.equal(viaHelp?.stdout, viaFlag?.stdout);
 });
 
 test('icefloe generate: a bad option exits 2 naming it, before connecting to anything', () => {
@@ -108,8 +121,8 @@ test('the worker image (src/ without tools/): the worker loads, and generate say
   }
 });
 
-test('icefloe produce and consume: a bad option or input exits 2 naming it, before connecting to anything', () => {
-  for (const [args, message] of [
+test('icefloe produce and consume: a bad option or input exits 2 naming it, before connecting to anything', async () => {
+  const cases = [
     [['produce', '--value', '{}'], /--topic is required/],
     [['produce', '--topic', 't', '--frobnicate', '1'], /unknown option --frobnicate \(options: --topic, /],
     [['produce', '--topic', 't', '--format', 'xml', '--value', '{}'], /--format must be one of json, avro, protobuf, not 'xml'/],
@@ -124,11 +137,13 @@ test('icefloe produce and consume: a bad option or input exits 2 naming it, befo
     [['consume'], /--topic is required/],
     [['consume', '--topic', 't', '--max-messages', 'ten'], /--max-messages must be an integer of at least 1, not 'ten'/],
     [['consume', '--topic', 't', '--from-beginning=yes'], /option --from-beginning takes no value/],
-  ] as const) {
-    // An unreachable broker: were the arguments accepted, the run would fail differently (exit 1, after 15 s).
-    const r = run(...args, '--bootstrap-servers', '127.0.0.1:1');
+  ] as const;
+  // An unreachable broker: were the arguments accepted, the run would fail differently (exit 1, after 15 s).
+  const results = await runAll(cases.map(([args]) => [...args, '--bootstrap-servers', '127.0.0.1:1']));
+  cases.forEach(([args, message], i) => {
+    const r = results[i] as { status: number | null; stdout: string; stderr: string };
     assert.equal(r.status, 2, `${args.join(' ')}: ${r.stderr}`);
     assert.match(r.stderr, new RegExp(`^icefloe ${args[0]}: `));
     assert.match(r.stderr, message);
-  }
+  });
 });
