@@ -46,6 +46,9 @@ options:
 
 environment:
   ICEFLOE_LOG_LEVEL          trace | debug | info | warn | error (default info)
+  ICEFLOE_LOG_FORMAT         auto | json | pretty: overrides the worker property icefloe.log.format
+                             (default auto: readable lines when stderr is a terminal, else JSON lines)
+  NO_COLOR                   set: pretty lines without colour
 
 examples:
   icefloe standalone config/worker-s3-rest.properties connectors/orders-avro-s3-rest.json
