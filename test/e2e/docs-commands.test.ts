@@ -50,8 +50,9 @@ const RULES: readonly Rule[] = [
   { kind: 'run', match: /^icefloe consume /, expect: /^consumed \d+ records? from \S+ \(stopped by /m },
   { kind: 'run', match: /^icefloe positions .* --table \S+$/, expect: /^ {2}"table": "/m },
   { kind: 'run', match: /^icefloe version$/, expect: /^icefloe \d+\.\d+\.\d+ \(node v24\./m },
-  // The worker: it must get its partitions, and a stop must commit what it read (exit 0, a table commit).
-  { kind: 'serve', match: /^icefloe standalone /, ready: /partitions assigned/, settleMs: 3_000, expect: /table committed/ },
+  // The worker: a task must get partitions (a line naming `topic[n]` with "partitions assigned", in JSON or
+  // pretty lines), and a stop must commit what it read (exit 0, a table commit).
+  { kind: 'serve', match: /^icefloe standalone /, ready: /partitions assigned[^\n]*\w\[\d+\]|\w\[\d+\][^\n]*partitions assigned/, settleMs: 3_000, expect: /table committed/ },
   { kind: 'run', match: /^scripts\/stack (status|env)$/, expect: /kafka|ICEFLOE_KAFKA_BOOTSTRAP=/i },
   // The README's two commands: the quickstart installs and brings the stack up (minutes cold; CI runs it
   // after the whole suite), and the test command is what runs this test.
