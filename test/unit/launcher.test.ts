@@ -88,3 +88,26 @@ test('bin/icefloe in a checkout without node_modules exits 127 naming npm ci and
   assert.match(r.stderr, new RegExp(`^ {2}${repo}/scripts/quickstart$`, 'm'));
   assert.match(r.stderr, /CKJS_LINKING=dynamic npm ci && .* node scripts\/patch-kafka-binding\.ts node_modules/);
 });
+
+test("the quickstart's closing text gives the PATH line, and with it icefloe runs from a system-PATH shell", () => {
+  // The text as the quickstart prints it: its `cat <<MSG` block, expanded by bash with the checkout's root.
+  const script = readFileSync(join(root, 'scripts/quickstart'), 'utf8');
+  const block = /^cat <<MSG\n[\s\S]*?^MSG$/m.exec(script)?.[0];
+  assert.ok(block !== undefined, 'scripts/quickstart ends with a cat <<MSG block');
+  const printed = spawnSync('/bin/bash', ['-c', block], { encoding: 'utf8', env: { ICEFLOE_ROOT: root.replace(/\/$/, ''), PATH: SYSTEM_PATH } });
+  assert.equal(printed.status, 0, printed.stderr);
+  const pathLine = printed.stdout.split('\n').map((l) => l.trim()).find((l) => l.startsWith('export PATH='));
+  assert.equal(pathLine, `export PATH="${root}bin:$PATH"`);
+  assert.doesNotMatch(printed.stdout, /node src\/cli\.ts/);
+  const commands = printed.stdout.split('\n').map((l) => l.trim()).filter((l) => l.startsWith('icefloe '));
+  assert.ok(commands.length >= 3, printed.stdout);
+  // The line works as printed, from anywhere: `icefloe --help` (the first command it shows) answers.
+  const cache = process.env['ICEFLOE_CACHE'];
+  const r = spawnSync('/bin/bash', ['-c', `${pathLine}\nicefloe --help`], {
+    encoding: 'utf8',
+    cwd: tmpdir(),
+    env: { HOME: process.env['HOME'] ?? homedir(), PATH: SYSTEM_PATH, ...(cache === undefined ? {} : { ICEFLOE_CACHE: cache }) },
+  });
+  assert.equal(r.status, 0, r.stderr);
+  assert.match(r.stdout, /^usage: icefloe <command>/);
+});
