@@ -5,6 +5,9 @@ import { cpSync, mkdtempSync, rmSync, symlinkSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { ConfigError } from '../../src/core/errors.ts';
+import { runConsoleTool } from '../../src/cli/console.ts';
+import { COMMAND_HELP } from '../../src/cli/usage.ts';
 
 const cli = fileURLToPath(new URL('../../src/cli.ts', import.meta.url));
 const run = (...args: string[]) => spawnSync(process.execPath, [cli, ...args], { encoding: 'utf8' });
@@ -62,23 +65,29 @@ const COMMAND_OPTIONS: Readonly<Record<string, readonly string[]>> = {
   version: [],
 };
 
-test('every subcommand answers --help and -h with its synopsis, options (with defaults) and an example, exit 0', async () => {
-  const cases = Object.entries(COMMAND_OPTIONS).flatMap(([command, options]) => ['--help', '-h'].map((flag) => ({ command, options, flag })));
-  // Other arguments do not matter: help is answered before they are parsed (and before any connection).
-  const results = await runAll(cases.map((c) => [c.command, c.flag, '--bootstrap-servers', '127.0.0.1:1']));
-  cases.forEach(({ command, options, flag }, i) => {
-    const r = results[i] as { status: number | null; stdout: string; stderr: string };
-    assert.equal(r.status, 0, `${command} ${flag}: ${r.stderr}`);
-    assert.match(r.stdout, new RegExp(`^usage: icefloe ${command}\\b`), `${command} ${flag}: synopsis first`);
-    assert.match(r.stdout, new RegExp(`^examples?:\\n {2}icefloe ${command}\\b`, 'm'), `${command} ${flag}: an example`);
-    for (const option of options) assert.match(r.stdout, new RegExp(`^ {2}${option}\\b`, 'm'), `${command} ${flag}: ${option}`);
+test('every subcommand has its own help: synopsis, options (with defaults) and an example', () => {
+  for (const [command, options] of Object.entries(COMMAND_OPTIONS)) {
+    const text = COMMAND_HELP[command] ?? '';
+    assert.match(text, new RegExp(`^usage: icefloe ${command}\\b`), `${command}: synopsis first`);
+    assert.match(text, new RegExp(`^examples?:\\n {2}icefloe ${command}\\b`, 'm'), `${command}: an example`);
+    for (const option of options) assert.match(text, new RegExp(`^ {2}${option}\\b`, 'm'), `${command}: ${option}`);
     if (options.some((o) => o !== '--exit-on-failure' && o !== '--reapply' && o !== '--adopt' && o !== '--table')) {
-      assert.match(r.stdout, /\(default /, `${command} ${flag}: defaults`);
+      assert.match(text, /\(default /, `${command}: defaults`);
     }
+  }
+});
+
+test('icefloe <command> --help and -h (and icefloe help <command>) print that help and exit 0, before parsing anything else', async () => {
+  // One process per way of asking (the dispatch is the same for every command); the texts are checked above.
+  // Other arguments do not matter: help is answered before they are parsed (and before any connection).
+  const asks = [['produce', '--help'], ['standalone', '-h', 'no-such.properties'], ['consume', '--topic', 't', '--help', '--bootstrap-servers', '127.0.0.1:1'], ['help', 'positions'], ['version', '-h']];
+  const results = await runAll(asks);
+  asks.forEach((args, i) => {
+    const r = results[i] as { status: number | null; stdout: string; stderr: string };
+    const command = args[0] === 'help' ? (args[1] as string) : (args[0] as string);
+    assert.equal(r.status, 0, `${args.join(' ')}: ${r.stderr}`);
+    assert.equal(r.stdout, COMMAND_HELP[command], args.join(' '));
   });
-  // `icefloe help COMMAND` is the same text.
-  const [viaHelp, viaFlag] = await runAll([['help', 'produce'], ['produce', '--help']]);
-  assert.equal(viaHelp?.stdout, viaFlag?.stdout);
 });
 
 test('icefloe generate: a bad option exits 2 naming it, before connecting to anything', () => {
@@ -138,12 +147,20 @@ test('icefloe produce and consume: a bad option or input exits 2 naming it, befo
     [['consume', '--topic', 't', '--max-messages', 'ten'], /--max-messages must be an integer of at least 1, not 'ten'/],
     [['consume', '--topic', 't', '--from-beginning=yes'], /option --from-beginning takes no value/],
   ] as const;
-  // An unreachable broker: were the arguments accepted, the run would fail differently (exit 1, after 15 s).
-  const results = await runAll(cases.map(([args]) => [...args, '--bootstrap-servers', '127.0.0.1:1']));
-  cases.forEach(([args, message], i) => {
-    const r = results[i] as { status: number | null; stdout: string; stderr: string };
-    assert.equal(r.status, 2, `${args.join(' ')}: ${r.stderr}`);
-    assert.match(r.stderr, new RegExp(`^icefloe ${args[0]}: `));
-    assert.match(r.stderr, message);
-  });
+  // In-process: each is refused before anything connects (the broker is unreachable: were the arguments
+  // accepted, the run would fail differently, after 15 s).
+  for (const [args, message] of cases) {
+    const [command, ...rest] = args;
+    await assert.rejects(runConsoleTool(command, [...rest, '--bootstrap-servers', '127.0.0.1:1'], {}), (e: unknown) => {
+      assert.ok(e instanceof ConfigError, `${args.join(' ')}: ${String(e)}`);
+      assert.match(e.message, message, args.join(' '));
+      return true;
+    });
+  }
+  // As a process: the command's name, the message, exit 2.
+  const results = await runAll([['produce', '--topic', 't', '--format', 'xml', '--value', '{}'], ['consume', '--topic', 't', '--max-messages', 'ten']]);
+  assert.deepEqual(results.map((r) => [r.status, r.stdout, r.stderr]), [
+    [2, '', "icefloe produce: --format must be one of json, avro, protobuf, not 'xml'\n"],
+    [2, '', "icefloe consume: --max-messages must be an integer of at least 1, not 'ten'\n"],
+  ]);
 });
