@@ -97,7 +97,8 @@ options:
                              required for avro and protobuf. Avro values are plain JSON (a union's value
                              unwrapped, bytes as a string of code points 0-255); Protobuf values use the
                              .proto field names (64-bit integers as numbers or strings, bytes as base64)
-  --message NAME             protobuf: the message to encode (default: the first one in the file)
+  --message NAME             protobuf: the message to encode (default: the first one in the file; the
+                             file may import google/protobuf/*.proto, not other files)
   --key TEXT                 the key of every record, as a UTF-8 string (default: no key)
   --key-field NAME           the key of each record: this top-level field of its value (a string as is,
                              anything else as its JSON text)

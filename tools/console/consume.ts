@@ -8,7 +8,7 @@
  * Owns: positions and the stop conditions. Must not: know a Kafka client (index.ts wires the adapters).
  */
 import { ConfigError, IcefloeError, RetriableError } from '../../src/core/errors.ts';
-import type { ControlTopicReader, KafkaAdmin, RawRecord, TopicPartitionOffset } from '../../src/consume/port.ts';
+import type { ControlTopicReader, KafkaAdmin, RawRecord, TopicPartitionOffset, Watermarks } from '../../src/consume/port.ts';
 
 export interface ConsumeRequest {
   readonly bootstrapServers: string;
@@ -45,7 +45,7 @@ function sleep(ms: number, signal: AbortSignal | undefined): Promise<void> {
 
 /** Where reading starts: each partition's log start or end (ListOffsets), one partition if asked. */
 async function startPositions(admin: KafkaAdmin, req: ConsumeRequest): Promise<TopicPartitionOffset[]> {
-  let marks;
+  let marks: Watermarks[];
   try {
     marks = await admin.watermarks(req.topic);
   } catch (e) {
