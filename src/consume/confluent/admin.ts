@@ -20,7 +20,7 @@
  * Owns: admin calls and their translation. Must not: delete or alter topics it did not create (deleteTopic
  * exists for tests and tools).
  */
-import { RetriableError } from '../../core/errors.ts';
+import { IcefloeError, RetriableError } from '../../core/errors.ts';
 import type { GroupInspector, GroupMemberInfo, GroupOffset, KafkaAdmin, TopicSpec, Watermarks } from '../port.ts';
 import { KAFKA_CODES, translateKafkaError } from './errors.ts';
 import { RdKafka, call, sync } from './internal.ts';
@@ -85,14 +85,22 @@ export class ConfluentKafkaAdmin implements KafkaAdmin, GroupInspector {
     // Short requests, repeated: a request in flight holds the client's close, and a definite cause must
     // be reported as soon as it is known, not when a long request times out.
     let last: unknown;
+    const stop = hopeless.then(() => false);
     while (!gaveUp && Date.now() - started < budgetMs) {
-      const attemptMs = Math.min(ATTEMPT_MS, Math.max(100, budgetMs - (Date.now() - started)));
+      const attemptStarted = Date.now();
+      const attemptMs = Math.min(ATTEMPT_MS, Math.max(100, budgetMs - (attemptStarted - started)));
       const listed = call<string[]>('admin', (cb) => this.#admin.listTopics({ timeout: attemptMs }, cb)).then(() => true, (e: unknown) => {
         last = e;
         return false;
       });
-      if (await Promise.race([listed, hopeless.then(() => false)])) return;
-      if (!gaveUp) await listed;
+      if (await Promise.race([listed, stop])) return;
+      if (gaveUp) break;
+      await listed;
+      // The cluster answered with a refusal (authorization, configuration): reachable, and that is the error.
+      if (last instanceof IcefloeError && !last.retriable) throw last;
+      // A request that failed at once is not repeated in a tight loop.
+      const rest = attemptMs - (Date.now() - attemptStarted);
+      if (rest > 0) await Promise.race([new Promise((resolve) => setTimeout(resolve, rest)), stop]);
     }
     throw this.#reach.unreachable(Date.now() - started, last);
   }
