@@ -362,6 +362,7 @@ export async function runStandalone(options: StandaloneOptions): Promise<Standal
     async prepareConnector(c) {
       const admin = await ConfluentKafkaAdmin.connect({ settings, overrides: c.adminOverrides });
       try {
+        await admin.checkReachable();
         const retentionMs = await prepareControlTopic(admin, c, log.child({ connector: c.name }));
         await checkTaskIds(admin, worker, c, log.child({ connector: c.name }));
         return { retentionMs };

@@ -582,4 +582,93 @@ export class ConfigDef {
   parse(props: Readonly<Record<string, string>>): ParsedConfig {
     return new ParsedConfig(this, props);
   }
+
+  /**
+   * The key an unknown one most likely meant, or undefined: a defined key or a key of a declared prefix
+   * family within a small edit distance (`topic` → `topics`, `iceberg.table` → `iceberg.tables`,
+   * `iceberg.catalogs.uri` → `iceberg.catalog.uri`), else a defined key it is the start of
+   * (`iceberg.tables.auto-create` → `iceberg.tables.auto-create-enabled`). Keys under a declared prefix
+   * are not unknown and never reach this.
+   */
+  suggest(name: string): string | undefined {
+    // A short key tolerates one edit, a longer one more: `topic` → `topics`, never `tasks` → `topics`.
+    const limit = name.length <= 5 ? 1 : name.length <= 12 ? 2 : 3;
+    const closest = (candidates: readonly string[]): string | undefined => {
+      let best: { key: string; d: number } | undefined;
+      for (const c of candidates) {
+        if (c === name) continue;
+        const d = editDistance(name.toLowerCase(), c.toLowerCase());
+        if (d <= limit && (best === undefined || d < best.d || (d === best.d && c < best.key))) best = { key: c, d };
+      }
+      return best?.key;
+    };
+    const defined = [...this.#keys.keys()];
+    // Defined keys first: `iceberg.tables.auto-create-enable` meant the defined key, not a table named
+    // `auto-create-enable` under `iceberg.table.`.
+    const near = closest(defined);
+    if (near !== undefined) return near;
+    const longer = defined.filter((k) => k.startsWith(name) && /^[-.]/.test(k.slice(name.length)));
+    if (longer.length === 1) return longer[0];
+    const segments = name.split('.');
+    const family: string[] = [];
+    for (const { prefix } of this.#prefixes) {
+      const depth = prefix.split('.').length - 1;
+      family.push(prefix.slice(0, -1));
+      // The same key with its first `depth` segments replaced by the prefix's: a typo inside the prefix.
+      if (segments.length > depth) family.push(prefix + segments.slice(depth).join('.'));
+    }
+    return closest(family);
+  }
+}
+
+/** Edit distance with transpositions (optimal string alignment): `toipcs` is one edit from `topics`. */
+export function editDistance(a: string, b: string): number {
+  const rows: number[][] = Array.from({ length: a.length + 1 }, (_, i) => Array.from({ length: b.length + 1 }, (_, j) => (i === 0 ? j : j === 0 ? i : 0)));
+  const at = (i: number, j: number): number => (rows[i] as number[])[j] as number;
+  for (let i = 1; i <= a.length; i++) {
+    for (let j = 1; j <= b.length; j++) {
+      const cost = a[i - 1] === b[j - 1] ? 0 : 1;
+      let d = Math.min(at(i - 1, j) + 1, at(i, j - 1) + 1, at(i - 1, j - 1) + cost);
+      if (i > 1 && j > 1 && a[i - 1] === b[j - 2] && a[i - 2] === b[j - 1]) d = Math.min(d, at(i - 2, j - 2) + 1);
+      (rows[i] as number[])[j] = d;
+    }
+  }
+  return at(a.length, b.length);
+}
+
+/** " (did you mean K?)" for an unknown key with a suggestion, else "". */
+export function didYouMean(def: ConfigDef, name: string): string {
+  const s = def.suggest(name);
+  return s === undefined ? '' : ` (did you mean ${s}?)`;
+}
+
+/**
+ * One ConfigError text for a parse that has errors: each distinct problem once (a rule reported on two
+ * keys, such as topics/topics.regex, is one problem), named by its key when its text does not name it,
+ * and followed by the unknown key that looks like the key at fault ("the config has 'topic': did you
+ * mean topics?"); unknown keys with a suggestion that no error concerns are listed after the errors.
+ */
+export function problemSummary(p: ParsedConfig): { count: number; text: string } {
+  const suggestions = new Map<string, string>();
+  for (const key of Object.keys(p.unknown)) {
+    const s = p.def.suggest(key);
+    if (s !== undefined) suggestions.set(key, s);
+  }
+  const lines = new Map<string, Set<string>>();
+  const used = new Set<string>();
+  for (const [key, errors] of p.errors()) {
+    for (const message of errors) {
+      const line = message.includes(key) ? message : `${key}: ${message}`;
+      const notes = lines.get(line) ?? new Set<string>();
+      lines.set(line, notes);
+      for (const [unknown, meant] of suggestions) {
+        if (meant !== key) continue;
+        notes.add(`the config has '${unknown}': did you mean ${meant}?`);
+        used.add(unknown);
+      }
+    }
+  }
+  const parts = [...lines].map(([line, notes]) => (notes.size === 0 ? line : `${line} — ${[...notes].join(', ')}`));
+  const rest = [...suggestions].filter(([unknown]) => !used.has(unknown)).map(([unknown, meant]) => `'${unknown}' is not a known key (did you mean ${meant}?)`);
+  return { count: lines.size, text: [...parts, ...rest].join('; ') };
 }

@@ -12,7 +12,7 @@
  * stored), or print a secret (see `isSecretKey`).
  */
 import { ConfigError } from '../core/errors.ts';
-import { invalidMessage } from './config-def.ts';
+import { didYouMean, invalidMessage, problemSummary } from './config-def.ts';
 import type { ConfigInfos, ParsedConfig } from './config-def.ts';
 import { catalogConfig } from './catalog-settings.ts';
 import type { CatalogConfig } from './catalog-settings.ts';
@@ -126,6 +126,8 @@ export interface ConnectorValidation {
   readonly secretKeys: readonly string[];
   /** `PUT /connector-plugins/{p}/config/validate`: `name` is connector.class as submitted. */
   configInfos(): ConfigInfos;
+  /** The errors as one text for the user: each problem once, with the unknown key that looks like its key. */
+  summary(): { count: number; text: string };
   redacted(): Record<string, string>;
 }
 
@@ -141,6 +143,7 @@ export function validateConnectorConfig(raw: Readonly<Record<string, string>>, o
     warnings: parsed.warnings,
     secretKeys: parsed.secretKeys(),
     configInfos: () => parsed.toConfigInfos(raw['connector.class'] ?? ''),
+    summary: () => problemSummary(parsed),
     redacted: () => parsed.redacted(),
   });
 }
@@ -149,9 +152,9 @@ export function validateConnectorConfig(raw: Readonly<Record<string, string>>, o
 export function parseConnectorConfig(raw: Readonly<Record<string, string>>, options: ConnectorParseOptions = {}): ConnectorConfig {
   const v = validateConnectorConfig(raw, options);
   if (v.config !== null) return v.config;
-  const lines = [...v.errors].flatMap(([, errs]) => errs);
   const name = raw.name ?? '(unnamed)';
-  throw new ConfigError(`connector ${name}: ${v.errorCount} configuration error(s): ${lines.join('; ')}`, {
+  const summary = v.summary();
+  throw new ConfigError(`connector ${name}: ${summary.count} configuration error(s): ${summary.text}`, {
     context: { connector: name, errors: Object.fromEntries(v.errors) },
   });
 }
@@ -304,8 +307,9 @@ function checkUnknown(p: ParsedConfig): void {
       p.addError(key, `${key} is a legacy Tabular key that neither Icefloe nor the Apache Iceberg sink reads; rename it to ${legacy}`);
     } else if (key === 'iceberg.coordinator.transactional.suffix') {
       p.addWarning(`${key} is set per task by the connector; a value in the connector config is ignored`);
-    } else if (key.startsWith('iceberg.') || key.startsWith('icefloe.')) {
-      p.addWarning(`${key} is not a known key; it is kept but not used`);
+    } else if (key.startsWith('iceberg.') || key.startsWith('icefloe.') || p.def.suggest(key) !== undefined) {
+      // Other unknown keys pass through as in Connect; one that looks like a known key is most likely a typo.
+      p.addWarning(`${key} is not a known key; it is kept but not used${didYouMean(p.def, key)}`);
     }
   }
 }

@@ -16,7 +16,7 @@ import { ConfigError } from '../core/errors.ts';
 import { LOG_FORMATS } from '../core/log-format.ts';
 import type { LogFormatSetting } from '../core/log-format.ts';
 import { parseJson } from '../core/json.ts';
-import { ConfigDef, safeProps, validators } from './config-def.ts';
+import { ConfigDef, didYouMean, problemSummary, safeProps, validators } from './config-def.ts';
 import type { ParsedConfig } from './config-def.ts';
 import { JSON_CONVERTER, parseConverter } from './converters.ts';
 import type { ConverterConfig } from './converters.ts';
@@ -225,6 +225,8 @@ export interface WorkerValidation {
   readonly errorCount: number;
   readonly warnings: readonly string[];
   redacted(): Record<string, string>;
+  /** The errors as one text for the user: each problem once, with the unknown key that looks like its key. */
+  summary(): { count: number; text: string };
 }
 
 /** Validates worker properties (already a map), collecting every problem. */
@@ -237,6 +239,7 @@ export function validateWorkerConfig(props: Readonly<Record<string, string>>, op
     errorCount: parsed.errorCount,
     warnings: parsed.warnings,
     redacted: () => parsed.redacted(),
+    summary: () => problemSummary(parsed),
   });
 }
 
@@ -244,8 +247,8 @@ export function validateWorkerConfig(props: Readonly<Record<string, string>>, op
 export function parseWorkerProperties(text: string, options: WorkerParseOptions): WorkerConfig {
   const v = validateWorkerConfig(parseProperties(text), options);
   if (v.config !== null) return v.config;
-  const lines = [...v.errors].flatMap(([, errs]) => errs);
-  throw new ConfigError(`worker config: ${v.errorCount} configuration error(s): ${lines.join('; ')}`, { context: { errors: Object.fromEntries(v.errors) } });
+  const summary = v.summary();
+  throw new ConfigError(`worker config: ${summary.count} configuration error(s): ${summary.text}`, { context: { errors: Object.fromEntries(v.errors) } });
 }
 
 function buildWorker(p: ParsedConfig, options: WorkerParseOptions): WorkerConfig {
@@ -297,7 +300,8 @@ function buildWorker(p: ParsedConfig, options: WorkerParseOptions): WorkerConfig
 
   rejectUnsupported(p, WORKER_UNSUPPORTED);
   for (const key of Object.keys(p.unknown)) {
-    if (key.startsWith('icefloe.')) p.addWarning(`${key} is not a known worker key; it is kept but not used`);
+    // Other unknown keys pass through as in Connect; one that looks like a known key is most likely a typo.
+    if (key.startsWith('icefloe.') || p.def.suggest(key) !== undefined) p.addWarning(`${key} is not a known worker key; it is kept but not used${didYouMean(p.def, key)}`);
   }
 
   const stored = (): Record<string, string> => ({ ...p.original });

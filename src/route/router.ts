@@ -154,8 +154,8 @@ export class Router {
    * Dynamic routing named a table that does not exist and auto-create is off (Java writes to a NoOpWriter,
    * i.e. drops the record): the configured unrouted outcome, counted as `unknown-table` when skipped.
    */
-  unknownTable(table: string, value: string | null, topic: string, partition: number, offset: bigint): RouteResult {
-    return this.#unrouted('unknown-table', value, table, topic, partition, offset);
+  unknownTable(table: string, value: string | null, topic: string, partition: number, offset: bigint, missingNamespace?: string): RouteResult {
+    return this.#unrouted('unknown-table', value, table, topic, partition, offset, missingNamespace);
   }
 
   /** Records skipped so far, per cause (the `records-unrouted` metric, tagged by cause). */
@@ -178,14 +178,27 @@ export class Router {
     return hits.length === 0 ? 'no-match' : routedTo(hits);
   }
 
-  #unrouted(cause: UnroutedCause, value: string | null, table: string | null, topic: string, partition: number, offset: bigint): RouteResult {
+  #unrouted(cause: UnroutedCause, value: string | null, table: string | null, topic: string, partition: number, offset: bigint, missingNamespace?: string): RouteResult {
     if (this.onUnrouted === 'skip') {
       this.#skipped[cause]++;
       return this.#skipResults[cause];
     }
-    const reason = `Record ${topic}-${partition}@${offset} routes to no table: ${this.#explain(cause, value, table)}. Set icefloe.tables.unrouted=skip to skip and count such records instead.`;
+    const at = `Record ${topic}-${partition}@${offset}`;
+    // A missing table is fixed by creating it (auto-create, or by hand): skipping is the last resort, not the advice.
+    const reason = cause === 'unknown-table'
+      ? `${at} cannot be written: ${this.#missingTable(table, value, missingNamespace)}`
+      : `${at} routes to no table: ${this.#explain(cause, value, table)}. Set icefloe.tables.unrouted=skip to skip and count such records instead.`;
     const error = new DataError(reason, { context: { topic, partition, offset: offset.toString(), routeField: this.routeField, routeValue: value === null ? null : cut(value), cause } });
     return Object.freeze({ kind: 'fail', cause, reason, error });
+  }
+
+  /** The unknown-table reason, with the keys that fix it first and skipping last. */
+  #missingTable(table: string | null, value: string | null, missingNamespace: string | undefined): string {
+    const from = this.mode === 'dynamic' && value !== null ? ` (from route field ${JSON.stringify(this.routeField)} (iceberg.tables.route-field) value ${value === null ? 'null' : JSON.stringify(cut(value))})` : '';
+    const ns = missingNamespace === undefined ? '' : `; its namespace ${missingNamespace} does not exist either`;
+    return `table ${JSON.stringify(table)}${from} does not exist${ns}, and iceberg.tables.auto-create-enabled is false. ` +
+      `Fix: set iceberg.tables.auto-create-enabled=true (the connector then creates ${missingNamespace === undefined ? 'the table' : 'the namespace and the table'} from the records' schema), ` +
+      `or create the table in the catalog; only if such records should be dropped, set icefloe.tables.unrouted=skip to skip and count them.`;
   }
 
   #explain(cause: UnroutedCause, value: string | null, table: string | null): string {
@@ -199,7 +212,7 @@ export class Router {
       case 'invalid-table-name':
         return `${field} value ${shown} does not name a table: ${tableNameProblem((value ?? '').toLowerCase()) ?? 'not namespace.table'}`;
       case 'unknown-table':
-        return `table ${JSON.stringify(table)} (from ${field} value ${shown}) does not exist and iceberg.tables.auto-create-enabled is false`;
+        return this.#missingTable(table, value, undefined);
     }
   }
 }

@@ -36,7 +36,7 @@ import type { Logger } from '../core/log.ts';
 import type { ConnectorConfig } from '../config/connector-config.ts';
 import type { ConverterKind } from '../config/converters.ts';
 import type { RawRecord } from '../consume/port.ts';
-import { NoSuchTableError, parseIdentifier, TableAlreadyExistsError } from '../commit/port.ts';
+import { NoSuchNamespaceError, NoSuchTableError, parseIdentifier, TableAlreadyExistsError } from '../commit/port.ts';
 import type { Catalog, LoadedTable } from '../commit/port.ts';
 import { createTable, evolveSchema } from '../commit/table-ops.ts';
 import type { CycleTableFiles, CycleWriter } from '../coordinate/task-channel.ts';
@@ -124,6 +124,8 @@ export class SinkWriter implements CycleWriter {
   private tableSet = 0;
   /** Tables found missing this cycle (unrouted=skip): looked up again next cycle, not for every record. */
   private readonly absent = new Set<string>();
+  /** Of those, the ones whose namespace is missing too (the message says so: auto-create creates both). */
+  private readonly absentNamespaces = new Map<string, string>();
   private readonly skips = new SkipLedger();
 
   constructor(deps: SinkWriterDeps) {
@@ -183,6 +185,7 @@ export class SinkWriter implements CycleWriter {
    */
   async complete(): Promise<CycleTableFiles[]> {
     this.absent.clear();
+    this.absentNamespaces.clear();
     await this.checkTablesCurrent();
     const out: CycleTableFiles[] = [];
     for (const sink of this.sinks.values()) {
@@ -201,7 +204,7 @@ export class SinkWriter implements CycleWriter {
       try {
         now = (await this.d.catalog.loadTable(parseIdentifier(name))).metadata.tableUuid;
       } catch (e) {
-        if (!(e instanceof NoSuchTableError)) throw e;
+        if (!(e instanceof NoSuchTableError) && !(e instanceof NoSuchNamespaceError)) throw e;
       }
       if (now === opened) continue;
       const what = now === undefined ? 'was dropped' : `was replaced (table UUID ${opened} is now ${now})`;
@@ -218,6 +221,7 @@ export class SinkWriter implements CycleWriter {
     for (const sink of this.sinks.values()) orphans.push(...(await sink.abort(reason)));
     this.sinks.clear();
     this.absent.clear();
+    this.absentNamespaces.clear();
     this.tablesChanged();
     return orphans;
   }
@@ -234,7 +238,7 @@ export class SinkWriter implements CycleWriter {
         if (sink === undefined) {
           // A missing table (auto-create off) is skipped by configuration for this table only: the
           // record's other tables still get their copy, and the skip is counted per table.
-          const outcome = this.router.unknownTable(t, null, r.topic, r.partition, r.offset);
+          const outcome = this.router.unknownTable(t, null, r.topic, r.partition, r.offset, this.absentNamespaces.get(t));
           if (outcome.kind === 'fail') throw outcome.error;
           this.markAbsent(t);
           this.skipped('table-copy-skipped', r, t);
@@ -264,7 +268,7 @@ export class SinkWriter implements CycleWriter {
         kept.push(t);
         continue;
       }
-      const outcome = this.router.unknownTable(t, null, r.topic, r.partition, r.offset);
+      const outcome = this.router.unknownTable(t, null, r.topic, r.partition, r.offset, this.absentNamespaces.get(t));
       if (outcome.kind === 'fail') throw outcome.error;
       this.skipped('table-copy-skipped', r, t);
     }
@@ -315,7 +319,10 @@ export class SinkWriter implements CycleWriter {
     if (!(e instanceof DataError)) throw e;
     if (this.d.connector.errors.tolerance !== 'all') {
       const forTable = table === undefined ? '' : ` (table ${table})`;
-      throw new DataError(`record ${r.topic}-${r.partition}@${r.offset}${forTable}: ${e.message}`, {
+      const at = `${r.topic}-${r.partition}@${r.offset}`;
+      // The router's reasons already start with the record's coordinates: not named twice.
+      const message = table === undefined && e.message.includes(at) ? e.message : `record ${at}${forTable}: ${e.message}`;
+      throw new DataError(message, {
         cause: e,
         context: { ...e.context, topic: r.topic, partition: r.partition, offset: r.offset.toString(), ...(table === undefined ? {} : { table }) },
       });
@@ -395,8 +402,13 @@ export class SinkWriter implements CycleWriter {
     try {
       loaded = await catalog.loadTable(id);
     } catch (e) {
-      if (!(e instanceof NoSuchTableError)) throw e;
-      if (!connector.tables.autoCreate) return undefined;
+      // A REST catalog answers a table in a missing namespace with NoSuchNamespace: the table is missing
+      // all the same, and auto-create makes both (createTable ensures the namespace).
+      if (!(e instanceof NoSuchTableError) && !(e instanceof NoSuchNamespaceError)) throw e;
+      if (!connector.tables.autoCreate) {
+        if (e instanceof NoSuchNamespaceError || !(await catalog.namespaceExists(id.namespace))) this.absentNamespaces.set(name, id.namespace.join('.'));
+        return undefined;
+      }
       const schema = withMetadataFields(await this.d.format.sourceSchema(msg), this.metaFields);
       try {
         loaded = await createTable({ catalog, store: this.d.store }, id, {

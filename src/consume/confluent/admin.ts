@@ -20,12 +20,13 @@
  * Owns: admin calls and their translation. Must not: delete or alter topics it did not create (deleteTopic
  * exists for tests and tools).
  */
-import { RetriableError } from '../../core/errors.ts';
+import { IcefloeError, RetriableError } from '../../core/errors.ts';
 import type { GroupInspector, GroupMemberInfo, GroupOffset, KafkaAdmin, TopicSpec, Watermarks } from '../port.ts';
 import { KAFKA_CODES, translateKafkaError } from './errors.ts';
 import { RdKafka, call, sync } from './internal.ts';
 import type { KafkaConsumerClient } from './internal.ts';
 import { describeTopicConfigs } from './topic-configs.ts';
+import { Reachability } from './reachability.ts';
 import { adminConfig, clusterIdFromLogLine, offsetFromNumber, offsetToNumber, splitTopicConfig, uuidFromHalves } from './settings.ts';
 import type { ClientSettings } from './settings.ts';
 
@@ -36,22 +37,79 @@ export interface AdminOptions {
 }
 
 const TIMEOUT_MS = 15_000;
+/**
+ * How long checkReachable waits for the cluster's first metadata: shorter than a request's TIMEOUT_MS so
+ * a worker pointed at the wrong place says so sooner, long enough for a broker that is still starting.
+ * Causes no retry can change (DNS, TLS, SASL) end the wait as soon as librdkafka has retried each once.
+ */
+export const REACHABLE_BUDGET_MS = 8_000;
+/** One metadata request of checkReachable (a request in flight delays the client's close by up to this). */
+const ATTEMPT_MS = 500;
 
 export class ConfluentKafkaAdmin implements KafkaAdmin, GroupInspector {
   readonly #config: Record<string, string>;
   readonly #admin: RdKafka.IAdminClient;
+  /** librdkafka's connection failures, attached to errors that name no host (reachability.ts). */
+  readonly #reach: Reachability;
   /** Group id → the never-subscribing consumer that commits its offsets. */
   readonly #committers = new Map<string, Promise<KafkaConsumerClient>>();
 
-  private constructor(config: Record<string, string>, admin: RdKafka.IAdminClient) {
+  private constructor(config: Record<string, string>, admin: RdKafka.IAdminClient, reach: Reachability) {
     this.#config = config;
     this.#admin = admin;
+    this.#reach = reach;
   }
 
   static connect(options: AdminOptions): Promise<ConfluentKafkaAdmin> {
     const config = adminConfig(options.settings, options.overrides);
-    const admin = sync('admin', () => RdKafka.AdminClient.create(config));
-    return Promise.resolve(new ConfluentKafkaAdmin(config, admin));
+    const reach = new Reachability(config);
+    // Handlers go in at creation: the client starts connecting at once, and its first failures are the telling ones.
+    const admin = sync('admin', () => RdKafka.AdminClient.create(config, {
+      'event.log': (e: { severity?: unknown; fac?: unknown; message?: unknown }) => reach.onLog(e),
+      'event.error': (e: { message?: unknown }) => reach.onError(e),
+    }));
+    return Promise.resolve(new ConfluentKafkaAdmin(config, admin, reach));
+  }
+
+  /**
+   * A bounded first metadata request: resolves once the cluster answered; otherwise an error naming the
+   * bootstrap addresses and librdkafka's cause (reachability.ts), a ConfigError for a cause no retry can
+   * change (found within about a second), a RetriableError after `budgetMs` for the others. The worker
+   * calls it before anything else, so a wrong bootstrap.servers or security.protocol is named up front.
+   */
+  async checkReachable(budgetMs: number = REACHABLE_BUDGET_MS): Promise<void> {
+    const started = Date.now();
+    const hopeless = this.#reach.whenHopeless();
+    let gaveUp = false;
+    void hopeless.then(() => (gaveUp = true));
+    // Short requests, repeated: a request in flight holds the client's close, and a definite cause must
+    // be reported as soon as it is known, not when a long request times out.
+    let last: unknown;
+    const stop = hopeless.then(() => false);
+    while (!gaveUp && Date.now() - started < budgetMs) {
+      const attemptStarted = Date.now();
+      const attemptMs = Math.min(ATTEMPT_MS, Math.max(100, budgetMs - (attemptStarted - started)));
+      const listed = call<string[]>('admin', (cb) => this.#admin.listTopics({ timeout: attemptMs }, cb)).then(() => true, (e: unknown) => {
+        last = e;
+        return false;
+      });
+      if (await Promise.race([listed, stop])) return;
+      if (gaveUp) break;
+      await listed;
+      // The cluster answered with a refusal (authorization, configuration): reachable, and that is the error.
+      if (last instanceof IcefloeError && !last.retriable) throw last;
+      // A request that failed at once is not repeated in a tight loop.
+      const rest = attemptMs - (Date.now() - attemptStarted);
+      if (rest > 0) await Promise.race([new Promise((resolve) => setTimeout(resolve, rest)), stop]);
+    }
+    throw this.#reach.unreachable(Date.now() - started, last);
+  }
+
+  /** An admin call; an error that may mean the cluster is unreachable names the bootstrap addresses and the cause. */
+  #call<T = void>(run: (cb: (err: unknown, value?: T) => void) => void): Promise<T> {
+    return call<T>('admin', run).catch((e: unknown) => {
+      throw this.#reach.explain(e);
+    });
   }
 
   async ensureTopic(spec: TopicSpec): Promise<boolean> {
@@ -65,17 +123,17 @@ export class ConfluentKafkaAdmin implements KafkaAdmin, GroupInspector {
       this.#admin.createTopic(topic, TIMEOUT_MS, (err) => {
         if (err === null || err === undefined) resolve(true);
         else if (err.code === KAFKA_CODES.ERR_TOPIC_ALREADY_EXISTS) resolve(false);
-        else reject(translateKafkaError(err, 'admin'));
+        else reject(this.#reach.explain(translateKafkaError(err, 'admin')));
       });
     });
   }
 
   async deleteTopic(name: string): Promise<void> {
-    await call('admin', (cb) => this.#admin.deleteTopic(name, TIMEOUT_MS, cb));
+    await this.#call((cb) => this.#admin.deleteTopic(name, TIMEOUT_MS, cb));
   }
 
   private async describe(topic: string): Promise<RdKafka.TopicDescription> {
-    const got = await call<RdKafka.TopicDescription[]>('admin', (cb) => this.#admin.describeTopics([topic], { timeout: TIMEOUT_MS }, cb));
+    const got = await this.#call<RdKafka.TopicDescription[]>((cb) => this.#admin.describeTopics([topic], { timeout: TIMEOUT_MS }, cb));
     const d = got[0];
     if (d === undefined) throw new RetriableError(`Kafka admin: no description for topic ${topic}`);
     if (d.error !== undefined) throw translateKafkaError(d.error, 'admin');
@@ -94,7 +152,7 @@ export class ConfluentKafkaAdmin implements KafkaAdmin, GroupInspector {
   async watermarks(topic: string): Promise<Watermarks[]> {
     const partitions = (await this.describe(topic)).partitions.map((p) => p.partition).sort((a, b) => a - b);
     const list = (spec: RdKafka.OffsetSpec, isolationLevel: RdKafka.IsolationLevel): Promise<RdKafka.ListOffsetsResult[]> =>
-      call<RdKafka.ListOffsetsResult[]>('admin', (cb) =>
+      this.#call<RdKafka.ListOffsetsResult[]>((cb) =>
         this.#admin.listOffsets(partitions.map((partition) => ({ topic, partition, offset: spec })), { timeout: TIMEOUT_MS, isolationLevel }, cb));
     const [low, high, stable] = await Promise.all([
       list(RdKafka.OffsetSpec.EARLIEST, RdKafka.IsolationLevel.READ_UNCOMMITTED),
@@ -206,7 +264,7 @@ export class ConfluentKafkaAdmin implements KafkaAdmin, GroupInspector {
 
   /** DescribeGroups: the live members (a dead one stays until its session times out). */
   async groupMembers(groupId: string): Promise<GroupMemberInfo[]> {
-    const got = await call<RdKafka.GroupDescriptions>('admin', (cb) => this.#admin.describeGroups([groupId], { timeout: TIMEOUT_MS }, cb));
+    const got = await this.#call<RdKafka.GroupDescriptions>((cb) => this.#admin.describeGroups([groupId], { timeout: TIMEOUT_MS }, cb));
     const g = got.groups.find((d) => d.groupId === groupId);
     if (g === undefined) throw new RetriableError(`Kafka admin: no description for group ${groupId}`);
     if (g.error !== undefined) throw translateKafkaError(g.error, 'admin');
@@ -246,7 +304,9 @@ export class ConfluentKafkaAdmin implements KafkaAdmin, GroupInspector {
   private async groupClient(groupId: string): Promise<KafkaConsumerClient> {
     const { global, topic } = splitTopicConfig({ ...this.#config, 'group.id': groupId, 'enable.auto.commit': 'false', 'enable.auto.offset.store': 'false' });
     const consumer = sync('admin', () => new RdKafka.KafkaConsumer(global, topic) as KafkaConsumerClient);
-    await call<unknown>('admin', (cb) => consumer.connect({ timeout: TIMEOUT_MS }, cb));
+    await call<unknown>('admin', (cb) => consumer.connect({ timeout: TIMEOUT_MS }, cb)).catch((e: unknown) => {
+      throw this.#reach.explain(e);
+    });
     return consumer;
   }
 

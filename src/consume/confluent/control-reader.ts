@@ -21,6 +21,7 @@ import { partitionKey } from '../port.ts';
 import type { ControlRead, ControlReadOptions, ControlTopicReader, RawRecord, TopicPartitionOffset } from '../port.ts';
 import { RdKafka, call, sync, toRawRecord } from './internal.ts';
 import type { KafkaConsumerClient } from './internal.ts';
+import { Reachability } from './reachability.ts';
 import { controlReaderConfig, offsetFromNumber, offsetToNumber, splitTopicConfig } from './settings.ts';
 import type { ClientSettings } from './settings.ts';
 
@@ -49,7 +50,10 @@ export class ConfluentControlTopicReader implements ControlTopicReader {
     const config = controlReaderConfig(options.settings, `icefloe-control-reader-${randomUUID()}`);
     const { global, topic } = splitTopicConfig(config);
     const consumer = sync('connect', () => new RdKafka.KafkaConsumer(global, topic) as KafkaConsumerClient);
-    await call<unknown>('connect', (cb) => consumer.connect({ timeout: 10_000 }, cb));
+    const reach = new Reachability(config).watch(consumer);
+    await call<unknown>('connect', (cb) => consumer.connect({ timeout: 10_000 }, cb)).catch((e: unknown) => {
+      throw reach.explain(e);
+    });
     const admin = sync('connect', () => RdKafka.AdminClient.createFrom(consumer));
     return new ConfluentControlTopicReader(consumer, admin);
   }

@@ -37,6 +37,7 @@ import { ConfigError, IcefloeError, RetriableError } from '../../core/errors.ts'
 import { TransactionCallTimedOutError, isFenced } from '../port.ts';
 import type { ConsumerGroupMetadata, OutgoingRecord, TopicPartitionOffset, TransactionalProducer } from '../port.ts';
 import { KAFKA_CODES, explainFence, translateKafkaError } from './errors.ts';
+import { Reachability } from './reachability.ts';
 import { RdKafka, call, consumerOf, headerValue, sync } from './internal.ts';
 import type { ProducerClient } from './internal.ts';
 import { offsetToNumber, splitTopicConfig, transactionalProducerConfig } from './settings.ts';
@@ -116,7 +117,10 @@ export class ConfluentTransactionalProducer implements TransactionalProducer {
     if (options.clientId !== undefined) config['client.id'] = options.clientId;
     const { global, topic } = splitTopicConfig(config);
     const producer = sync('connect', () => new RdKafka.Producer(global, topic));
-    await call<unknown>('connect', (cb) => producer.connect({ timeout: 10_000 }, cb));
+    const reach = new Reachability(config).watch(producer);
+    await call<unknown>('connect', (cb) => producer.connect({ timeout: 10_000 }, cb)).catch((e: unknown) => {
+      throw reach.explain(e);
+    });
     // Serve librdkafka's events (errors, fatal errors) without a JS timer.
     producer.setPollInBackground(true);
     const timeout = config['transaction.timeout.ms'];

@@ -16,6 +16,7 @@
 import { RetriableError } from '../../core/errors.ts';
 import type { DeliveredRecord, OutgoingRecord, RecordProducer } from '../port.ts';
 import { KAFKA_CODES, translateKafkaError } from './errors.ts';
+import { Reachability } from './reachability.ts';
 import { RdKafka, call, headerValue, sync } from './internal.ts';
 import type { ProducerClient } from './internal.ts';
 import { recordProducerConfig } from './record-producer-settings.ts';
@@ -100,7 +101,10 @@ export class ConfluentRecordProducer implements RecordProducer {
       batch.pending--;
       batch.settleIfDone();
     });
-    await call<unknown>('connect', (cb) => producer.connect({ timeout: 10_000 }, cb));
+    const reach = new Reachability(config).watch(producer);
+    await call<unknown>('connect', (cb) => producer.connect({ timeout: 10_000 }, cb)).catch((e: unknown) => {
+      throw reach.explain(e);
+    });
     // Delivery reports and errors are served on librdkafka's thread, without a JS timer.
     producer.setPollInBackground(true);
     return new ConfluentRecordProducer(producer, options.queueFullTimeoutMs ?? 60_000);

@@ -23,7 +23,7 @@
  * Owns: the consumer's lifecycle, rebalance sequencing, start positions, record conversion. Must not:
  * commit offsets (only the transactional producer does), buffer records beyond what one poll asked for.
  */
-import { IcefloeError, RetriableError } from '../../core/errors.ts';
+import { ConfigError, IcefloeError, RetriableError } from '../../core/errors.ts';
 import { SILENT_LOGGER } from '../../core/log.ts';
 import type { Logger } from '../../core/log.ts';
 import { offsetOutOfRangeError, startPosition } from '../offset-range.ts';
@@ -33,6 +33,7 @@ import type {
   CommittedOffset, ConsumerGroupMetadata, KafkaSource, PollOptions, RawRecord, RebalanceListener, Subscription, TopicPartition, TopicPartitionOffset,
 } from '../port.ts';
 import { KAFKA_CODES, translateKafkaError } from './errors.ts';
+import { Reachability } from './reachability.ts';
 import { RdKafka, call, groupMetadataHandle, nextTick, sync, toRawRecord } from './internal.ts';
 import type { KafkaConsumerClient } from './internal.ts';
 import { offsetFromNumber, offsetToNumber, regexSubscription, sourceConsumerConfig, sourceOffsetReset, splitTopicConfig } from './settings.ts';
@@ -75,6 +76,8 @@ export class ConfluentKafkaSource implements KafkaSource {
   readonly #reset: OffsetReset | undefined;
   readonly #log: Logger;
   readonly #stallCheckMs: number;
+  /** The subscribed topic names (undefined for a pattern), for an unknown-topic error to name. */
+  #topics: readonly string[] | undefined;
   #lastStallCheck = Date.now();
   #listener: RebalanceListener | undefined;
   #closing = false;
@@ -100,7 +103,10 @@ export class ConfluentKafkaSource implements KafkaSource {
     }, topic) as KafkaConsumerClient);
     const self = new ConfluentKafkaSource(options.groupId, consumer, options);
     box.self = self;
-    await call<unknown>('connect', (cb) => consumer.connect({ timeout: 10_000 }, cb));
+    const reach = new Reachability(config).watch(consumer);
+    await call<unknown>('connect', (cb) => consumer.connect({ timeout: 10_000 }, cb)).catch((e: unknown) => {
+      throw reach.explain(e);
+    });
     return self;
   }
 
@@ -318,7 +324,31 @@ export class ConfluentKafkaSource implements KafkaSource {
   async subscribe(subscription: Subscription, listener: RebalanceListener): Promise<void> {
     this.#listener = listener;
     const topics = subscription.kind === 'list' ? [...subscription.topics] : [regexSubscription(subscription.pattern)];
+    this.#topics = subscription.kind === 'list' ? topics : undefined;
     sync('subscribe', () => this.#consumer.subscribe(topics));
+  }
+
+  /**
+   * librdkafka's unknown-topic error names no topic: the subscribed topics the cluster does not have
+   * (all subscribed ones when its metadata cannot be read), and what to do. The class is kept.
+   */
+  private async unknownTopic(e: IcefloeError): Promise<IcefloeError> {
+    const subscribed = this.#topics;
+    if (subscribed === undefined) return e;
+    let missing = subscribed;
+    try {
+      const md = await call<RdKafka.Metadata>('poll', (cb) => this.#consumer.getMetadata({ allTopics: true, timeout: 5_000 }, cb));
+      const present = new Set(md.topics.map((t) => t.name));
+      const absent = subscribed.filter((t) => !present.has(t));
+      if (absent.length > 0) missing = absent;
+    } catch {
+      // the subscription is all we can name
+    }
+    const what = missing.length === 1 ? `topic ${missing[0]} does not exist` : `topics ${missing.join(', ')} do not exist`;
+    return new ConfigError(`${e.message}: ${what} on the cluster (the connector's topics): create ${missing.length === 1 ? 'it' : 'them'} (kafka-topics.sh --create, or icefloe generate --topic), or correct topics`, {
+      cause: e,
+      context: { ...e.context, topics: missing },
+    });
   }
 
   async poll(options: PollOptions): Promise<RawRecord[]> {
@@ -334,6 +364,7 @@ export class ConfluentKafkaSource implements KafkaSource {
       try {
         messages = await call<RdKafka.Message[]>('poll', (cb) => this.#consumer.consume(Math.max(1, options.maxRecords), cb));
       } catch (e) {
+        if (e instanceof IcefloeError && e.context['kafkaCode'] === KAFKA_CODES.ERR_UNKNOWN_TOPIC_OR_PART) throw await this.unknownTopic(e);
         // librdkafka's reset error does not say which partition: find it, and say what to do.
         if (!(e instanceof IcefloeError) || e.context['kafkaCode'] !== KAFKA_CODES.ERR__AUTO_OFFSET_RESET) throw e;
         const explained = await this.findOutOfRange(this.assignment(), true);

@@ -1,7 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { inspect } from 'node:util';
-import { ConfigDef, HIDDEN, Secret, isSecretKey, parseType, redactUserInfo, validators } from '../../../src/config/config-def.ts';
+import { ConfigDef, HIDDEN, Secret, isSecretKey, parseType, problemSummary, redactUserInfo, validators } from '../../../src/config/config-def.ts';
 
 function def(): ConfigDef {
   return new ConfigDef()
@@ -140,4 +140,39 @@ test('define refuses duplicates and invalid defaults', () => {
   assert.throws(() => new ConfigDef().define({ name: 'n', type: 'INT', default: 'x', importance: 'LOW', doc: '' }), /default of n is invalid/);
   assert.throws(() => new ConfigDef().define({ name: 'n', type: 'INT', default: '0', importance: 'LOW', doc: '', validator: validators.range(1) }), /default of n is invalid/);
   assert.throws(() => new ConfigDef().definePrefix({ prefix: 'x', doc: '' }), /end with a dot/);
+});
+
+test('suggest: the known key an unknown one most likely meant, by edit distance or as a known key\'s start', () => {
+  const def = new ConfigDef()
+    .define({ name: 'topics', type: 'LIST', default: '', importance: 'HIGH', doc: '' })
+    .define({ name: 'tasks.max', type: 'INT', default: '1', importance: 'HIGH', doc: '' })
+    .define({ name: 'iceberg.tables', type: 'LIST', default: '', importance: 'HIGH', doc: '' })
+    .define({ name: 'iceberg.tables.auto-create-enabled', type: 'BOOLEAN', default: 'false', importance: 'HIGH', doc: '' })
+    .definePrefix({ prefix: 'iceberg.table.', doc: '' })
+    .definePrefix({ prefix: 'iceberg.catalog.', doc: '' });
+  assert.equal(def.suggest('topic'), 'topics');
+  assert.equal(def.suggest('Topics'), 'topics', 'case only');
+  assert.equal(def.suggest('toipcs'), 'topics', 'a transposition is one edit');
+  assert.equal(def.suggest('iceberg.table'), 'iceberg.tables');
+  assert.equal(def.suggest('iceberg.catalogs.uri'), 'iceberg.catalog.uri', 'a typo inside a prefix');
+  assert.equal(def.suggest('iceberg.tabel.sales.orders.partition-by'), 'iceberg.table.sales.orders.partition-by');
+  assert.equal(def.suggest('iceberg.tables.auto-create'), 'iceberg.tables.auto-create-enabled', 'the start of one known key');
+  assert.equal(def.suggest('tasks'), 'tasks.max', 'the start of one known key');
+  assert.equal(def.suggest('tops'), undefined, 'a short key tolerates one edit only');
+  assert.equal(def.suggest('my.own.setting'), undefined);
+});
+
+test('problemSummary: each problem once, named by its key, with the unknown key that looks like it', () => {
+  const def = new ConfigDef()
+    .define({ name: 'topics', type: 'LIST', default: '', importance: 'HIGH', doc: '' })
+    .define({ name: 'topics.regex', type: 'STRING', default: '', importance: 'HIGH', doc: '' })
+    .define({ name: 'count', type: 'INT', importance: 'HIGH', doc: '' });
+  const p = def.parse({ topic: 'a', count: 'x', colour: 'red' });
+  p.addError('topics', 'Must configure one of topics or topics.regex');
+  p.addError('topics.regex', 'Must configure one of topics or topics.regex');
+  p.addError('count', 'Too small');
+  assert.deepEqual(problemSummary(p), {
+    count: 3,
+    text: "Must configure one of topics or topics.regex — the config has 'topic': did you mean topics?; Invalid value x for configuration count: Not a number of type INT; count: Too small",
+  });
 });

@@ -418,3 +418,38 @@ test('configInfos: Connect\'s validate body, name as submitted, errors counted',
     assert.ok(['NONE', 'SHORT', 'MEDIUM', 'LONG'].includes(c.definition?.width ?? ''));
   }
 });
+
+test('a misspelled key gets a suggestion; the error it causes is listed once and names the key the config has', () => {
+  // `topic` for `topics`: one problem (reported on topics and topics.regex), once, with the typo named.
+  const topic = { ...without(BASE, 'topics'), topic: 'orders' };
+  assert.throws(() => parseConnectorConfig(topic), (e: unknown) => {
+    assert.ok(e instanceof ConfigError);
+    assert.equal(e.message, `connector orders: 1 configuration error(s): ${MESSAGES.topicsNone} — the config has 'topic': did you mean topics?`);
+    return true;
+  });
+  // `iceberg.table` for `iceberg.tables`: a message that does not name its key gets the key in front.
+  const table = { ...without(BASE, 'iceberg.tables'), 'iceberg.table': 'sales.orders' };
+  assert.throws(() => parseConnectorConfig(table), (e: unknown) => {
+    assert.ok(e instanceof ConfigError);
+    assert.match(e.message, /^connector orders: 1 configuration error\(s\): iceberg\.tables: Must specify table name\(s\) — the config has 'iceberg\.table': did you mean iceberg\.tables\?$/);
+    return true;
+  });
+  const v = validateConnectorConfig(table);
+  assert.deepEqual(v.warnings.filter((w) => w.startsWith('iceberg.table ')), ['iceberg.table is not a known key; it is kept but not used (did you mean iceberg.tables?)']);
+  // A typo next to a valid config is a warning (Connect ignores unknown keys), listed once.
+  const ok = validateConnectorConfig({ ...BASE, 'iceberg.tables.auto-create-enable': 'true', 'tasks.maxx': '2', 'iceberg.catalogs.uri': 'x' });
+  assert.equal(ok.errorCount, 0);
+  assert.deepEqual(ok.warnings, [
+    'iceberg.tables.auto-create-enable is not a known key; it is kept but not used (did you mean iceberg.tables.auto-create-enabled?)',
+    'tasks.maxx is not a known key; it is kept but not used (did you mean tasks.max?)',
+    'iceberg.catalogs.uri is not a known key; it is kept but not used (did you mean iceberg.catalog.uri?)',
+  ]);
+  // Keys under pass-through prefixes are not unknown; keys that resemble nothing pass through silently, as in Connect.
+  assert.deepEqual(validateConnectorConfig({ ...BASE, 'consumer.override.max.poll.records': '10', 'iceberg.catalog.s3.whatever': 'x', 'my.own.setting': 'x' }).warnings, []);
+  // An unknown key with a suggestion that no error concerns is still listed with the errors.
+  assert.throws(() => parseConnectorConfig({ ...BASE, 'tasks.max': '0', 'iceberg.tables.evolve-schema-enable': 'true' }), (e: unknown) => {
+    assert.ok(e instanceof ConfigError);
+    assert.match(e.message, /: Invalid value 0 for configuration tasks\.max: .*; 'iceberg\.tables\.evolve-schema-enable' is not a known key \(did you mean iceberg\.tables\.evolve-schema-enabled\?\)$/);
+    return true;
+  });
+});

@@ -207,3 +207,19 @@ test('icefloe.log.format: auto by default, json or pretty; anything else is an e
   assert.equal(parseWorkerProperties('icefloe.log.format=pretty', { baseDir: BASE_DIR }).logFormat, 'pretty');
   assert.throws(() => parseWorkerProperties('icefloe.log.format=fancy', { baseDir: BASE_DIR }), /Invalid value fancy for configuration icefloe\.log\.format: String must be one of: auto, json, pretty/);
 });
+
+test('a worker key that looks like a known one is named with a suggestion, once', () => {
+  const v = validateWorkerConfig(parseProperties('bootstrap.server=127.0.0.1:9092\nicefloe.tasks.mod=process\nicefloe.tasks.mode=process\nsecurity.protocl=SSL\nmy.own=1'), { baseDir: BASE_DIR });
+  assert.equal(v.errorCount, 0);
+  assert.deepEqual(v.warnings, [
+    'bootstrap.server is not a known worker key; it is kept but not used (did you mean bootstrap.servers?)',
+    'icefloe.tasks.mod is not a known worker key; it is kept but not used (did you mean icefloe.tasks.mode?)',
+    'security.protocl is not a known worker key; it is kept but not used (did you mean security.protocol?)',
+  ]);
+  // With errors, the suggestion goes with them (the worker does not start, so its warnings are not logged).
+  assert.throws(() => parseWorkerProperties('icefloe.tasks.mode=threads\nbootstrap.server=x:1', { baseDir: BASE_DIR }), (e: unknown) => {
+    assert.ok(e instanceof Error);
+    assert.match(e.message, /^worker config: 1 configuration error\(s\): Invalid value threads for configuration icefloe\.tasks\.mode: .*; 'bootstrap\.server' is not a known key \(did you mean bootstrap\.servers\?\)$/);
+    return true;
+  });
+});

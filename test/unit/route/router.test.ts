@@ -137,7 +137,20 @@ test('unknown table (dynamic, auto-create off) takes the same outcome, reported 
   const rest = { 'iceberg.tables.dynamic-enabled': 'true', 'iceberg.tables.route-field': 'tbl' };
   const f = failOf(routerFor(rest).unknownTable('sales.nope', 'Sales.Nope', 'orders', 1, 5n));
   assert.equal(f.cause, 'unknown-table');
-  assert.equal(f.reason, 'Record orders-1@5 routes to no table: table "sales.nope" (from route field "tbl" (iceberg.tables.route-field) value "Sales.Nope") does not exist and iceberg.tables.auto-create-enabled is false. Set icefloe.tables.unrouted=skip to skip and count such records instead.');
+  // The fix comes first (auto-create, or creating the table); skipping is the last option, not the advice.
+  assert.equal(
+    f.reason,
+    'Record orders-1@5 cannot be written: table "sales.nope" (from route field "tbl" (iceberg.tables.route-field) value "Sales.Nope") does not exist, and iceberg.tables.auto-create-enabled is false. ' +
+      'Fix: set iceberg.tables.auto-create-enabled=true (the connector then creates the table from the records\' schema), or create the table in the catalog; ' +
+      'only if such records should be dropped, set icefloe.tables.unrouted=skip to skip and count them.',
+  );
+  assert.ok(f.reason.indexOf('auto-create-enabled=true') < f.reason.indexOf('unrouted=skip'));
+  // A missing namespace is named, and auto-create is said to create it too (createTable ensures it).
+  const ns = failOf(routerFor(rest).unknownTable('sales.nope', null, 'orders', 1, 7n, 'sales'));
+  assert.match(ns.reason, /^Record orders-1@7 cannot be written: table "sales\.nope" does not exist; its namespace sales does not exist either, and iceberg\.tables\.auto-create-enabled is false\. Fix: set iceberg\.tables\.auto-create-enabled=true \(the connector then creates the namespace and the table/);
+  // Static routing (iceberg.tables) names the table without a route field.
+  const stat = failOf(routerFor({ 'iceberg.tables': 'sales.orders' }).unknownTable('sales.orders', null, 'orders', 0, 1n));
+  assert.match(stat.reason, /^Record orders-0@1 cannot be written: table "sales\.orders" does not exist, and iceberg\.tables\.auto-create-enabled is false\. Fix: set iceberg\.tables\.auto-create-enabled=true/);
   const skip = routerFor({ ...rest, 'icefloe.tables.unrouted': 'skip' });
   assert.deepEqual(skip.unknownTable('sales.nope', 'sales.nope', 'orders', 1, 6n), { kind: 'skip', cause: 'unknown-table' });
   assert.equal(skip.skippedCounts()['unknown-table'], 1);

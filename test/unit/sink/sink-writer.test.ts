@@ -1,6 +1,8 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { parseIdentifier } from '../../../src/commit/port.ts';
+import { NoSuchNamespaceError, parseIdentifier } from '../../../src/commit/port.ts';
+import type { LoadedTable, TableIdentifier } from '../../../src/commit/port.ts';
+import { DataError } from '../../../src/core/errors.ts';
 import type { RawRecord } from '../../../src/consume/port.ts';
 import { SqlCatalog } from '../../../src/commit/sql/catalog.ts';
 import { SqliteDriver } from '../../../src/commit/sql/sqlite.ts';
@@ -109,4 +111,34 @@ test('no route field and no partitioned table: no probe at all', async () => {
   const before = decodes();
   for (let i = 1; i <= 50; i++) assert.equal(writer.write(record(order(i))), 'written');
   assert.equal(decodes() - before, 50);
+});
+
+/** A catalog that answers a table in a missing namespace with NoSuchNamespace, as the REST spec allows. */
+class NamespaceFirstCatalog extends SqlCatalog {
+  override async loadTable(id: TableIdentifier): Promise<LoadedTable> {
+    if (!(await this.namespaceExists(id.namespace))) throw new NoSuchNamespaceError(id.namespace);
+    return super.loadTable(id);
+  }
+}
+
+test('a table whose namespace is missing: auto-create makes both; with auto-create off the failure says so and names the fix first', async () => {
+  const writerWith = (extra: Record<string, string>): { writer: SinkWriter; catalog: SqlCatalog } => {
+    const store = new MemoryObjectStore();
+    const catalog = new NamespaceFirstCatalog({ name: 'unit', driver: new SqliteDriver({ path: ':memory:' }), store, warehouse: 'memory://warehouse' });
+    const c = connector({ 'iceberg.tables': 'sales.orders', ...extra });
+    const format = valueFormat(c.valueConverter as NonNullable<ConnectorConfig['valueConverter']>, undefined, { caseInsensitive: false, forceOptional: true });
+    return { writer: new SinkWriter({ connector: c, taskId: 0, catalog, store, format, keyConverter: 'string', log: recordingLogger([]), endCycle: () => Promise.resolve(true) }), catalog };
+  };
+  const on = writerWith({});
+  assert.equal(await on.writer.write(record({ id: 1 })), 'written');
+  assert.ok(await on.catalog.namespaceExists(['sales']));
+  assert.ok(await on.catalog.tableExists(parseIdentifier('sales.orders')));
+
+  const off = writerWith({ 'iceberg.tables.auto-create-enabled': 'false' });
+  const r = record({ id: 2 });
+  await assert.rejects(async () => off.writer.write(r), (e: unknown) => {
+    assert.ok(e instanceof DataError);
+    assert.match(e.message, new RegExp(`^Record orders-0@${r.offset} cannot be written: table "sales\\.orders" does not exist; its namespace sales does not exist either, and iceberg\\.tables\\.auto-create-enabled is false\\. Fix: set iceberg\\.tables\\.auto-create-enabled=true \\(the connector then creates the namespace and the table`));
+    return true;
+  });
 });
