@@ -18,7 +18,7 @@ import { mkdirSync, readFileSync } from 'node:fs';
 import { dirname, resolve as resolvePath } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import pino from 'pino';
-import { ConfigError, RetriableError } from './core/errors.ts';
+import { ConfigError, FatalError, IcefloeError, RetriableError } from './core/errors.ts';
 import type { Logger } from './core/log.ts';
 import { JSON_LOGS, PLAIN_ENVIRONMENT, prettyFromJson, resolveLogOutput } from './core/log-format.ts';
 import type { LogEnvironment, LogOutput } from './core/log-format.ts';
@@ -51,6 +51,7 @@ import { runTaskChild as runTaskProcess, taskProcessHandle } from './runtime/tas
 import type { ParentMessage } from './runtime/task-process.ts';
 import { DEFAULT_SESSION_TIMEOUT_MS, checkTaskIdsFree, lingerMs, taskClientId } from './runtime/task-ids.ts';
 import { StandaloneWorker } from './runtime/worker.ts';
+export { failureSummary } from './runtime/worker.ts';
 import type { TaskHandle } from './runtime/worker.ts';
 
 // ---------------------------------------------------------------------------------------------------
@@ -415,7 +416,17 @@ export async function runStandalone(options: StandaloneOptions): Promise<Standal
   for (const file of connectors) {
     const connector = parseConnectorConfig(file.config, worker.defaultCatalogProps === undefined ? {} : { defaultCatalog: worker.defaultCatalogProps });
     for (const w of connector.warnings) log.warn(w, { connector: connector.name });
-    await sw.start(connector);
+    try {
+      await sw.start(connector);
+    } catch (e) {
+      // A connector that cannot start ends the worker (as connect-standalone does): the connectors started
+      // before it are stopped cleanly, not left to their task processes' orphan watch.
+      await sw.stop().catch(() => undefined);
+      if (!(e instanceof IcefloeError)) throw e;
+      // Its handling class kept (a configuration error exits 2), now naming the connector.
+      const Kind = e instanceof ConfigError ? ConfigError : e.retriable ? RetriableError : FatalError;
+      throw new Kind(`connector ${connector.name} did not start: ${e.message}`, { cause: e, context: { ...e.context, connector: connector.name } });
+    }
   }
   return sw;
 }

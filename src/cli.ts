@@ -65,15 +65,22 @@ async function generate(args: readonly string[]): Promise<void> {
 }
 
 /**
- * `icefloe standalone`: runs until SIGTERM/SIGINT. ICEFLOE_CRASH_POINT / ICEFLOE_CRASH_AFTER /
- * ICEFLOE_CRASH_ACTION arm a named crash point (tests only; src/core/crash-points.ts); ICEFLOE_LOG_LEVEL
- * sets the log level, ICEFLOE_LOG_FORMAT (auto | json | pretty) overrides icefloe.log.format, NO_COLOR turns
- * colour off.
+ * `icefloe standalone`: runs until SIGTERM/SIGINT, or until every task has FAILED for good.
+ * ICEFLOE_CRASH_POINT / ICEFLOE_CRASH_AFTER / ICEFLOE_CRASH_ACTION arm a named crash point (tests only;
+ * src/core/crash-points.ts); ICEFLOE_LOG_LEVEL sets the log level, ICEFLOE_LOG_FORMAT (auto | json | pretty)
+ * overrides icefloe.log.format, NO_COLOR turns colour off.
+ *
+ * Exit codes (docs/sink.md "When tasks fail"): 0 stopped by a signal with no task FAILED; 1 every task
+ * FAILED for good (the worker stops by itself), or stopped by a signal while some were FAILED, or a
+ * connector could not start — with a summary on stderr; 2 a usage or configuration error at start.
+ * `--exit-on-failure` is what standalone does anyway while there is no REST API to show FAILED tasks;
+ * once there is one, the worker stays up and shows them in its status unless this flag is given.
  */
 async function standalone(args: readonly string[]): Promise<number> {
-  const [workerFile, ...connectorFiles] = args;
-  if (workerFile === undefined || connectorFiles.length === 0 || args.some((a) => a.startsWith('--'))) {
-    process.stderr.write(`usage: icefloe standalone WORKER.properties CONNECTOR.json...\n`);
+  const flags = args.filter((a) => a.startsWith('--'));
+  const [workerFile, ...connectorFiles] = args.filter((a) => !a.startsWith('--'));
+  if (workerFile === undefined || connectorFiles.length === 0 || flags.some((f) => f !== '--exit-on-failure')) {
+    process.stderr.write(`usage: icefloe standalone [--exit-on-failure] WORKER.properties CONNECTOR.json...\n`);
     return 2;
   }
   // Listen before starting anything: a SIGTERM during start-up (a supervisor stopping a worker that has
@@ -86,7 +93,7 @@ async function standalone(args: readonly string[]): Promise<number> {
   const stop = (): void => onStop();
   process.on('SIGTERM', stop);
   process.on('SIGINT', stop);
-  const { parseCrashSpec, runStandalone } = await import('./app.ts');
+  const { failureSummary, parseCrashSpec, runStandalone } = await import('./app.ts');
   let worker: Awaited<ReturnType<typeof runStandalone>>;
   try {
     worker = await runStandalone({
@@ -102,11 +109,27 @@ async function standalone(args: readonly string[]): Promise<number> {
     process.stderr.write(`icefloe standalone: ${text}\n`);
     return e instanceof ConfigError ? 2 : 1;
   }
-  if (!stopRequested) await new Promise<void>((resolve) => (onStop = resolve));
+  // With no REST API nothing could show FAILED tasks or serve: when every task has failed for good the
+  // worker stops by itself (--exit-on-failure is that behaviour, the only one until the REST API exists).
+  let allFailed = false;
+  if (!stopRequested) {
+    await new Promise<void>((resolve) => {
+      onStop = resolve;
+      void worker.whenAllFailed().then(() => {
+        allFailed = true;
+        resolve();
+      });
+    });
+  }
   process.off('SIGTERM', stop);
   process.off('SIGINT', stop);
+  // Read before stopping: stop() forgets the connectors. A supervisor must see FAILED tasks in the exit
+  // code even when it stopped the worker itself (a rolling restart would otherwise hide them).
+  const { failed, total } = worker.failures();
   await worker.stop();
-  return 0;
+  if (failed.length === 0) return 0;
+  process.stderr.write(failureSummary(failed, total, allFailed ? 'all-failed' : 'stopped'));
+  return 1;
 }
 
 /** `icefloe positions`: prints the report as JSON; exit 2 on a usage or configuration error. */

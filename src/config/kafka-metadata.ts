@@ -200,7 +200,7 @@ function timestampMicros(r: KafkaRecordCoordinates): bigint | null {
   const ms = BigInt(r.timestamp);
   if (ms === -1n) return null;
   if (ms < 0n) {
-    throw new DataError(`Invalid record timestamp ${ms} at ${r.topic}-${r.partition}@${r.offset}`, { context: { topic: r.topic, partition: r.partition, offset: r.offset.toString() } });
+    throw new DataError(`invalid record timestamp ${ms}`, { record: { topic: r.topic, partition: r.partition, offset: r.offset } });
   }
   return ms * 1000n;
 }

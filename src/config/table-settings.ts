@@ -18,6 +18,8 @@ import { partitionByProblem } from '../iceberg/partition-by.ts';
 export interface TableSettings {
   /** The `partition-by` text (syntax checked), '' for unpartitioned. */
   readonly partitionBy: string;
+  /** The key `partitionBy` comes from (`iceberg.table.<table>.partition-by` or the default's), for messages. */
+  readonly partitionByKey: string;
   /** Whole-match regex on the route field's value (static fan-out), or null. */
   readonly routeRegex: RegExp | null;
   /**
@@ -132,6 +134,7 @@ export function tablesConfig(p: ParsedConfig): TablesConfig {
     const regex = own['route-regex'];
     return Object.freeze({
       partitionBy: own['partition-by'] ?? defaultPartitionBy,
+      partitionByKey: own['partition-by'] === undefined ? 'iceberg.tables.default-partition-by' : `iceberg.table.${table}.partition-by`,
       routeRegex: regex === undefined || regexProblem(regex) !== undefined ? null : wholeMatch(regex),
       commitBranch: own['commit-branch'] ?? defaultBranch ?? 'main',
     });

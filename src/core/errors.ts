@@ -10,6 +10,10 @@
  * - `CommitStateUnknownError` we do not know whether the commit landed; reload and look for our commit id
  * - `FatalError`              an invariant is broken (fenced, identity mismatch); stop and say why
  * Adapters translate foreign errors into these once, at their boundary, keeping the original as `cause`.
+ *
+ * A failure that is one record's carries the record's Kafka coordinates (`record`): its message starts
+ * with them, and `reason` is the message without them, for a line that names them itself (a task's
+ * failure line, the worker's summary: runtime/worker.ts).
  */
 
 export const ERROR_CODES = [
@@ -26,19 +30,40 @@ export interface ErrorOptions {
   cause?: unknown;
   /** Structured facts for logs and status (never secrets). */
   context?: Readonly<Record<string, unknown>>;
+  /** The record whose failure this is (its coordinates also go into `context` as topic, partition, offset). */
+  record?: RecordCoordinates;
+}
+
+/** Where a record is in Kafka. */
+export interface RecordCoordinates {
+  readonly topic: string;
+  readonly partition: number;
+  readonly offset: bigint;
+}
+
+/** `topic/partition@offset`, as failure lines and summaries show a record. */
+export function formatCoordinates(c: RecordCoordinates): string {
+  return `${c.topic}/${c.partition}@${c.offset}`;
 }
 
 export class IcefloeError extends Error {
   readonly code: ErrorCode;
   readonly retriable: boolean;
   readonly context: Readonly<Record<string, unknown>>;
+  /** The record whose failure this is, if it is one record's. */
+  readonly record: RecordCoordinates | undefined;
+  /** The message without the record's coordinates (the whole message when there is no record). */
+  readonly reason: string;
 
   constructor(code: ErrorCode, message: string, retriable: boolean, options: ErrorOptions = {}) {
-    super(message, options.cause === undefined ? undefined : { cause: options.cause });
+    const r = options.record;
+    super(r === undefined ? message : `record ${formatCoordinates(r)}: ${message}`, options.cause === undefined ? undefined : { cause: options.cause });
     this.name = new.target.name;
     this.code = code;
     this.retriable = retriable;
-    this.context = options.context ?? {};
+    this.record = r;
+    this.reason = message;
+    this.context = r === undefined ? (options.context ?? {}) : { ...options.context, topic: r.topic, partition: r.partition, offset: r.offset.toString() };
   }
 }
 
@@ -87,4 +112,18 @@ export function isRetriable(error: unknown): boolean {
 /** The message of anything thrown, for logs and status (an Error's message, anything else as text). */
 export function errorMessage(error: unknown): string {
   return error instanceof Error ? error.message : String(error);
+}
+
+/**
+ * What a failure line says about `error`: the coordinates of the record whose failure it is (the first
+ * along its `cause` chain that names one) and the cause without them, on one line.
+ */
+export function describeFailure(error: unknown): { readonly record?: RecordCoordinates; readonly cause: string } {
+  let record: RecordCoordinates | undefined;
+  for (let e: unknown = error, depth = 0; e instanceof Error && depth < 10 && record === undefined; e = e.cause, depth++) {
+    if (e instanceof IcefloeError) record = e.record;
+  }
+  const text = error instanceof IcefloeError && error.record !== undefined ? error.reason : errorMessage(error);
+  const cause = text.replace(/\s*\n\s*/g, ' ').trim();
+  return record === undefined ? { cause } : { record, cause };
 }

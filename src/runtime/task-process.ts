@@ -23,10 +23,10 @@
  * adapters (app.ts does) or decide about restarts (worker.ts does).
  */
 import type { ChildProcess } from 'node:child_process';
-import { FatalError, errorMessage } from '../core/errors.ts';
+import { describeFailure, errorMessage, FatalError, RetriableError } from '../core/errors.ts';
 import type { Logger } from '../core/log.ts';
 import { restartable } from './task.ts';
-import type { TaskState } from './task.ts';
+import type { TaskFailure, TaskState } from './task.ts';
 import type { TaskHandle } from './worker.ts';
 
 /** The task failed by a decision (configuration, data, fenced, connector failed): no restart. */
@@ -44,7 +44,7 @@ export const MAX_ORPHAN_STOP_MS = 10_000;
 /** What the child tells the worker. */
 export type ChildMessage =
   | { readonly type: 'announced' }
-  | { readonly type: 'state'; readonly state: TaskState; readonly trace?: string };
+  | { readonly type: 'state'; readonly state: TaskState; readonly trace?: string; readonly failure?: TaskFailure };
 
 /** What the worker tells the child. */
 export type ParentMessage<Spec> = { readonly type: 'start'; readonly spec: Spec } | { readonly type: 'stop' } | { readonly type: 'fail'; readonly message: string };
@@ -57,10 +57,15 @@ export type ParentMessage<Spec> = { readonly type: 'start'; readonly spec: Spec 
 export function taskProcessHandle(taskId: number, child: ChildProcess, log: Logger, onAnnounced: () => void): TaskHandle {
   let state: { state: string; trace?: string } = { state: 'UNASSIGNED' };
   let failedWith: string | undefined;
+  /** How the task failed, as the child reported it (cause, record coordinates). */
+  let failure: TaskFailure | undefined;
   let exited = false;
   child.on('message', (m: ChildMessage) => {
     if (m.type === 'announced') onAnnounced();
-    else if (m.type === 'state') state = { state: m.state, ...(m.trace === undefined ? {} : { trace: m.trace }) };
+    else if (m.type === 'state') {
+      state = { state: m.state, ...(m.trace === undefined ? {} : { trace: m.trace }) };
+      failure = m.failure ?? failure;
+    }
   });
   const kill = (): void => {
     if (!exited) child.kill('SIGKILL');
@@ -85,12 +90,14 @@ export function taskProcessHandle(taskId: number, child: ChildProcess, log: Logg
       }
       const how = signal ?? `code ${code}`;
       state = { state: 'FAILED', trace: state.trace ?? failedWith ?? `task process exited with ${how}` };
-      const why = failedWith ?? state.trace?.split('\n')[0];
-      const message = `task ${taskId} process exited with ${how}${why === undefined ? '' : `: ${why}`}`;
+      // The cause as the child reported it (with the record's coordinates), else what the exit says.
+      const why = failedWith ?? failure?.cause ?? state.trace?.split('\n')[0];
+      const message = why === undefined ? `task ${taskId} process exited with ${how}` : why;
+      const options = { context: { task: taskId, exit: how }, ...(failedWith === undefined && failure?.record !== undefined ? { record: failure.record } : {}) };
       // Only the child's own verdict (or the worker failing the connector) is a decision; a signal or any
       // other code is a crash a new incarnation may not meet.
-      if (code === EXIT_TASK_FAILED || failedWith !== undefined) reject(new FatalError(message, { context: { task: taskId, exit: how } }));
-      else reject(new Error(message));
+      if (code === EXIT_TASK_FAILED || failedWith !== undefined) reject(new FatalError(message, options));
+      else reject(failure === undefined ? new Error(`task ${taskId} process exited with ${how}${why === undefined ? '' : `: ${why}`}`) : new RetriableError(message, options));
     });
   });
   return {
@@ -118,6 +125,8 @@ export interface ChildTask {
   readonly state: TaskState;
   readonly trace: string | undefined;
   readonly restartable: boolean;
+  /** Set once the task failed: its cause and record, for the worker. */
+  readonly failedWith: TaskFailure | undefined;
   stop(): void;
   fail(message: string): void;
 }
@@ -170,8 +179,9 @@ export async function runTaskChild<Spec>(o: ChildOptions<Spec>): Promise<number>
     started = await o.start(spec, log, () => send({ type: 'announced' }));
   } catch (e) {
     const trace = e instanceof Error ? (e.stack ?? e.message) : String(e);
-    log.error('task could not start', { error: errorMessage(e) });
-    await new Promise<void>((resolve) => send({ type: 'state', state: 'FAILED', trace }, resolve));
+    log.debug('task could not start', { error: errorMessage(e) }); // the worker logs the failure line
+    const failure: TaskFailure = { ...describeFailure(e), restartable: restartable(e) };
+    await new Promise<void>((resolve) => send({ type: 'state', state: 'FAILED', trace, failure }, resolve));
     return orphan.exitCode(restartable(e) ? EXIT_TASK_CRASHED : EXIT_TASK_FAILED);
   }
   current.task = started.task;
@@ -182,7 +192,7 @@ export async function runTaskChild<Spec>(o: ChildOptions<Spec>): Promise<number>
     return orphan.exitCode(0);
   } catch {
     const t = started.task;
-    await new Promise<void>((resolve) => send({ type: 'state', state: 'FAILED', ...(t.trace === undefined ? {} : { trace: t.trace }) }, resolve));
+    await new Promise<void>((resolve) => send({ type: 'state', state: 'FAILED', ...(t.trace === undefined ? {} : { trace: t.trace }), ...(t.failedWith === undefined ? {} : { failure: t.failedWith }) }, resolve));
     return orphan.exitCode(t.restartable ? EXIT_TASK_CRASHED : EXIT_TASK_FAILED);
   } finally {
     clearInterval(report);

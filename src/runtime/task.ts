@@ -22,7 +22,8 @@
  * or what is committed (the channel).
  */
 import type { CrashPoints } from '../core/crash-points.ts';
-import { errorMessage, FatalError, IcefloeError, RetriableError } from '../core/errors.ts';
+import { CommitStateUnknownError, describeFailure, errorMessage, FatalError, IcefloeError, RetriableError } from '../core/errors.ts';
+import type { RecordCoordinates } from '../core/errors.ts';
 import { Backoff } from '../core/retry.ts';
 import type { BackoffBounds } from '../core/retry.ts';
 import type { Logger } from '../core/log.ts';
@@ -95,7 +96,18 @@ export const SCHEMA_WAIT_BACKOFF: BackoffBounds = { initialDelayMs: 500, maxDela
  * would end the same way, so the task stays FAILED with its trace.
  */
 export function restartable(error: unknown): boolean {
-  return !(error instanceof IcefloeError) || error.retriable || error.context['restartable'] === true;
+  // An unknown commit outcome (a catalog time-out or 5xx while creating or evolving a table, its retries
+  // used up) is infrastructure trouble: a new incarnation reloads the table and finds out.
+  return !(error instanceof IcefloeError) || error.retriable || error instanceof CommitStateUnknownError || error.context['restartable'] === true;
+}
+
+/** How a task failed, as the worker's failure line and summary show it (core/errors.ts `describeFailure`). */
+export interface TaskFailure {
+  /** The cause on one line, without the record's coordinates. */
+  readonly cause: string;
+  /** The record whose failure it is, if it is one record's. */
+  readonly record?: RecordCoordinates;
+  readonly restartable: boolean;
 }
 
 export class SinkTask {
@@ -104,6 +116,8 @@ export class SinkTask {
   trace: string | undefined;
   /** Set with state FAILED: whether a new incarnation may succeed (`restartable`). */
   restartable = false;
+  /** Set with state FAILED: the cause and the record's coordinates, for the worker's failure line. */
+  failedWith: TaskFailure | undefined;
 
   private readonly d: SinkTaskDeps;
   private readonly log: Logger;
@@ -204,7 +218,9 @@ export class SinkTask {
       this.state = 'FAILED';
       this.restartable = this.failure === undefined && restartable(e);
       this.trace = e instanceof Error ? (e.stack ?? e.message) : String(e);
-      this.log.error('task failed', { error: errorMessage(e) });
+      this.failedWith = { ...describeFailure(e), restartable: this.restartable };
+      // The worker logs the one failure line a person reads (runtime/worker.ts), with the trace.
+      this.log.debug('task ended with an error', { error: errorMessage(e) });
       this.channel.markFailed();
       await this.channel.abandon(e);
       await source.close().catch(() => undefined);

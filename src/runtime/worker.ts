@@ -21,11 +21,19 @@
  * tolerate, fenced by another process, the connector failed) stays FAILED with its trace. The status
  * shows each task's restarts and the last unexpected end.
  *
+ * When tasks fail (docs/sink.md "When tasks fail"): each failure is ONE error line a person reads —
+ * `task <connector>-<id> failed at <topic>/<partition>@<offset>: <cause>` (the coordinates when the failure
+ * is a record's), with the trace in a field — followed by the restart or not. `whenAllFailed()` settles
+ * once every task of every connector is FAILED for good (nothing runs, nothing will restart): without a
+ * REST API nothing can show that state or serve, so the standalone command then stops the worker and exits
+ * non-zero with `failureSummary()` (also when it is stopped while some tasks are FAILED).
+ *
  * Stopping is bounded: tasks get `task.shutdown.graceful.timeout.ms` in all to finish their last cycle;
  * one still running then is killed (a task process by SIGKILL: fencing and the transaction time-out make a
  * late end harmless, its cycle is read again by the next incarnation).
  */
-import { errorMessage } from '../core/errors.ts';
+import { describeFailure, errorMessage, formatCoordinates, IcefloeError } from '../core/errors.ts';
+import type { RecordCoordinates } from '../core/errors.ts';
 import type { Logger } from '../core/log.ts';
 import { Backoff } from '../core/retry.ts';
 import type { BackoffBounds } from '../core/retry.ts';
@@ -90,6 +98,35 @@ interface TaskSlot {
   readonly backoff: Backoff;
   /** A restart waiting out its back-off. */
   restartTimer: NodeJS.Timeout | undefined;
+  /** Set once the task FAILED for good (no restart): the summary's line. */
+  failed: TaskFailureLine | undefined;
+}
+
+/** A task that FAILED and will not be restarted, as the summary shows it. */
+export interface TaskFailureLine {
+  readonly connector: string;
+  readonly task: number;
+  /** The record whose failure it is, if it is one record's. */
+  readonly record?: RecordCoordinates;
+  readonly cause: string;
+}
+
+/** `task <connector>-<id> failed[ at <topic>/<partition>@<offset>]: <cause>`, the failure line's text. */
+export function failureLine(f: TaskFailureLine): string {
+  return `task ${f.connector}-${f.task} failed${f.record === undefined ? '' : ` at ${formatCoordinates(f.record)}`}: ${f.cause}`;
+}
+
+/**
+ * What the standalone command prints to stderr when it exits because tasks FAILED: a headline, one line
+ * per failed task (connector, task id, the record's coordinates where the failure has one, the cause), and
+ * what to do.
+ */
+export function failureSummary(failures: readonly TaskFailureLine[], total: number, why: 'all-failed' | 'stopped'): string {
+  const head = why === 'all-failed'
+    ? `every task has FAILED (${failures.length} of ${total}) and none will be restarted: the worker stops`
+    : `stopped with ${failures.length} of ${total} tasks FAILED`;
+  const lines = failures.map((f) => `  connector ${f.connector} task ${f.task}${f.record === undefined ? '' : ` at ${formatCoordinates(f.record)}`}: ${f.cause}`);
+  return `icefloe standalone: ${head}:\n${lines.join('\n')}\nfix the cause and start the worker again (docs/sink.md "When tasks fail")\n`;
 }
 
 interface RunningConnector {
@@ -124,6 +161,8 @@ export class StandaloneWorker {
 
   private readonly now: () => number;
   private stopping = false;
+  /** Set by whenAllFailed(): settled once every task is FAILED for good. */
+  private allFailed: { readonly promise: Promise<void>; readonly resolve: () => void; settled: boolean } | undefined;
 
   constructor(deps: WorkerDeps & { readonly nowMs?: () => number }) {
     this.d = deps;
@@ -149,7 +188,7 @@ export class StandaloneWorker {
     for (let t = 0; t < connector.tasksMax; t++) {
       const handle = this.d.startTask(connector, t, () => loop.wake(), 0);
       const slot: TaskSlot = { taskId: handle.taskId, handle, ended: false, startedAtMs: this.now(), restarts: 0, lastFailure: undefined,
-        backoff: new Backoff(this.d.restartBackoff ?? RESTART_BACKOFF, this.d.random), restartTimer: undefined };
+        backoff: new Backoff(this.d.restartBackoff ?? RESTART_BACKOFF, this.d.random), restartTimer: undefined, failed: undefined };
       running.tasks.push(slot);
       this.watch(running, slot, t, log);
     }
@@ -165,15 +204,30 @@ export class StandaloneWorker {
       },
       (e: unknown) => {
         slot.ended = true;
-        if (this.stopping) return;
+        const { record, cause } = describeFailure(e);
+        const line: TaskFailureLine = { connector: c.config.name, task: handle.taskId, ...(record === undefined ? {} : { record }), cause };
+        const trace = handle.state().trace ?? (e instanceof Error ? e.stack : undefined);
+        const fields = {
+          task: handle.taskId,
+          ...(record === undefined ? {} : { topic: record.topic, partition: record.partition, offset: record.offset.toString() }),
+          ...(e instanceof IcefloeError && e.context['exit'] !== undefined ? { exit: e.context['exit'] } : {}),
+          error: errorMessage(e),
+          trace,
+        };
+        if (this.stopping) {
+          log.warn(`${failureLine(line)} (while the worker stops)`, fields);
+          return;
+        }
         if (c.failure !== undefined || !restartable(e)) {
-          log.error('task failed; it stays FAILED (a restart would end the same way: fix the cause and restart the worker)', { task: handle.taskId, error: errorMessage(e) });
+          slot.failed = line;
+          log.error(failureLine(line), { ...fields, restarting: false, fix: 'not retried: a restart would fail the same way; fix the cause and start the worker again' });
+          this.checkAllFailed();
           return;
         }
         if (this.now() - slot.startedAtMs >= HEALTHY_RUN_MS) slot.backoff.reset();
         const delay = slot.backoff.next();
         slot.lastFailure = errorMessage(e);
-        log.error('task ended unexpectedly; restarting it', { task: handle.taskId, error: slot.lastFailure, restarts: slot.restarts + 1, retryInMs: delay });
+        log.error(`${failureLine(line)}; restarting it in ${(delay / 1000).toFixed(1)} s`, { ...fields, restarting: true, restarts: slot.restarts + 1, retryInMs: delay });
         slot.restartTimer = setTimeout(() => {
           slot.restartTimer = undefined;
           if (this.stopping || c.failure !== undefined) return;
@@ -186,6 +240,35 @@ export class StandaloneWorker {
         }, delay);
       },
     );
+  }
+
+  /**
+   * Settles once every task of every started connector is FAILED for good: none runs, none waits for a
+   * restart (checked now, and after each task that fails for good).
+   */
+  whenAllFailed(): Promise<void> {
+    if (this.allFailed === undefined) {
+      let resolve = (): void => undefined;
+      const promise = new Promise<void>((r) => (resolve = r));
+      this.allFailed = { promise, resolve, settled: false };
+      this.checkAllFailed();
+    }
+    return this.allFailed.promise;
+  }
+
+  /** The tasks FAILED for good so far (the summary's lines), and how many tasks there are. */
+  failures(): { readonly failed: readonly TaskFailureLine[]; readonly total: number } {
+    const slots = [...this.connectors.values()].flatMap((c) => c.tasks);
+    return { failed: slots.flatMap((t) => (t.failed === undefined ? [] : [t.failed])), total: slots.length };
+  }
+
+  private checkAllFailed(): void {
+    const a = this.allFailed;
+    if (a === undefined || a.settled || this.stopping) return;
+    const { failed, total } = this.failures();
+    if (total === 0 || failed.length < total) return;
+    a.settled = true;
+    a.resolve();
   }
 
   status(): ConnectorStatus[] {
@@ -232,10 +315,16 @@ export class StandaloneWorker {
     c.failure = health.failure;
     log.error('connector failed: its tasks are stopped so that nothing more is acknowledged to Kafka', { table: health.failure.table, reason: health.failure.message });
     for (const t of c.tasks) {
-      clearTimeout(t.restartTimer);
-      t.restartTimer = undefined;
+      if (t.restartTimer !== undefined) {
+        // Its last incarnation ended already: the restart it waited for will not come.
+        clearTimeout(t.restartTimer);
+        t.restartTimer = undefined;
+        t.failed = { connector: c.config.name, task: t.taskId, cause: health.failure.message };
+        continue;
+      }
       t.handle.fail(health.failure.message).catch((e: unknown) => log.warn('could not fail task', { task: t.taskId, error: errorMessage(e) }));
     }
+    this.checkAllFailed();
   }
 
   committer(name: string): ConnectorCommitter | undefined {

@@ -31,7 +31,7 @@
  * Owns: the tables a task writes, routing and error tolerance per record. Must not: touch Kafka offsets
  * or transactions (the channel does).
  */
-import { DataError, RetriableError } from '../core/errors.ts';
+import { ConfigError, DataError, RetriableError } from '../core/errors.ts';
 import type { Logger } from '../core/log.ts';
 import type { ConnectorConfig } from '../config/connector-config.ts';
 import type { ConverterKind } from '../config/converters.ts';
@@ -41,6 +41,8 @@ import type { Catalog, LoadedTable } from '../commit/port.ts';
 import { createTable, evolveSchema } from '../commit/table-ops.ts';
 import type { CycleTableFiles, CycleWriter } from '../coordinate/task-channel.ts';
 import { evolveTableSchema } from '../iceberg/evolution.ts';
+import { buildPartitionSpec } from '../iceberg/partition-spec.ts';
+import type { Schema } from '../iceberg/types.ts';
 import { metadataFields } from '../config/kafka-metadata.ts';
 import type { MetadataFieldSpec } from '../config/kafka-metadata.ts';
 import { Router } from '../route/router.ts';
@@ -318,13 +320,13 @@ export class SinkWriter implements CycleWriter {
   private dataError(e: unknown, r: RawRecord, table?: string): WriteOutcome {
     if (!(e instanceof DataError)) throw e;
     if (this.d.connector.errors.tolerance !== 'all') {
-      const forTable = table === undefined ? '' : ` (table ${table})`;
-      const at = `${r.topic}-${r.partition}@${r.offset}`;
-      // The router's reasons already start with the record's coordinates: not named twice.
-      const message = table === undefined && e.message.includes(at) ? e.message : `record ${at}${forTable}: ${e.message}`;
-      throw new DataError(message, {
+      // The coordinates are part of the error (its message starts with them; the task's failure line and
+      // the worker's summary show them from `record`); an error that named them already keeps its text.
+      const reason = e.record !== undefined ? e.reason : e.message;
+      throw new DataError(table === undefined ? reason : `table ${table}: ${reason}`, {
         cause: e,
-        context: { ...e.context, topic: r.topic, partition: r.partition, offset: r.offset.toString(), ...(table === undefined ? {} : { table }) },
+        context: { ...e.context, ...(table === undefined ? {} : { table }) },
+        record: { topic: r.topic, partition: r.partition, offset: r.offset },
       });
     }
     if (this.skips.first('error', r)) {
@@ -410,10 +412,12 @@ export class SinkWriter implements CycleWriter {
         return undefined;
       }
       const schema = withMetadataFields(await this.d.format.sourceSchema(msg), this.metaFields);
+      const { partitionBy, partitionByKey } = connector.tables.settings(name);
+      checkPartitionBy(name, schema, partitionBy, partitionByKey);
       try {
         loaded = await createTable({ catalog, store: this.d.store }, id, {
           schema,
-          partitionBy: connector.tables.settings(name).partitionBy,
+          partitionBy,
           properties: connector.tables.autoCreateProps,
         });
         this.log.info('table created', { table: name, schemaId: loaded.metadata.currentSchemaId });
@@ -462,5 +466,20 @@ export class SinkWriter implements CycleWriter {
     }
     sink.acceptedSchemaKeys.add(key);
     return sink;
+  }
+}
+
+/**
+ * A partition spec that does not fit the records' schema (a column that is not there) fails the task with
+ * the table, the key to fix and the columns there are: a configuration error, never an unpartitioned table.
+ */
+function checkPartitionBy(table: string, schema: Schema, partitionBy: string, key: string): void {
+  if (partitionBy === '') return;
+  try {
+    buildPartitionSpec(schema, partitionBy);
+  } catch (e) {
+    if (!(e instanceof ConfigError)) throw e;
+    const columns = schema.fields.map((f) => f.name).join(', ');
+    throw new ConfigError(`cannot create table ${table}: ${key}=${partitionBy}: ${e.message} (its columns: ${columns}); fix ${key}`, { cause: e, context: { ...e.context, table, key } });
   }
 }

@@ -18,6 +18,7 @@ import type { Coordinates } from './exactly-once.ts';
 import { kafkaSettings } from './kafka.ts';
 import { readTable } from './readers.ts';
 import { requireReachable, stackEndpoints } from './stack.ts';
+import { taskFailures } from './worker.ts';
 import type { WorkerProcess } from './worker.ts';
 
 /** A name fit for an Iceberg namespace or table (letters, digits, underscores). */
@@ -161,7 +162,7 @@ export async function waitCommitted(w: WorkerProcess, table: string, total: numb
   for (;;) {
     const n = committedRecords(w, table);
     if (n >= total) return;
-    const failed = w.logs('task failed');
+    const failed = taskFailures(w, undefined, 'for-good');
     if (failed.length > 0) throw new Error(`a task failed while waiting for ${table}: ${JSON.stringify(failed[0])}`);
     if (w.child.exitCode !== null || w.child.signalCode !== null) throw new Error(`the worker exited while waiting for ${table} (${n}/${total} committed); last lines:\n${w.lines.slice(-15).join('\n')}`);
     if (Date.now() > deadline) throw new Error(`${table}: ${n} of ${total} records committed after ${timeoutMs} ms; last lines:\n${w.lines.slice(-15).join('\n')}`);

@@ -143,13 +143,32 @@ export function startWorker(options: WorkerOptions): WorkerProcess {
   return self;
 }
 
+/**
+ * The worker's task failure lines (runtime/worker.ts: `task <connector>-<id> failed[ at t/p@o]: <cause>`,
+ * error level; `restarting` says whether a restart follows), optionally of one connector, optionally only those
+ * that stay FAILED.
+ */
+export function taskFailures(w: WorkerProcess, connector?: string, only?: 'for-good'): Record<string, unknown>[] {
+  const out: Record<string, unknown>[] = [];
+  for (const l of w.lines) {
+    if (!l.startsWith('{')) continue;
+    try {
+      const j = JSON.parse(l) as Record<string, unknown>;
+      if (j['level'] === 50 && /^task \S+ failed[ :]/.test(String(j['msg'])) && (connector === undefined || j['connector'] === connector) && (only === undefined || j['restarting'] === false)) out.push(j);
+    } catch {
+      // not a log line
+    }
+  }
+  return out;
+}
+
 /** Waits for `check`, failing early (with the workers' last log lines) when a worker exits or a task fails. */
 export async function untilWorkers(what: string, check: () => boolean, ws: readonly WorkerProcess[], timeoutMs = 90_000): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   while (!check()) {
     for (const w of ws) {
       if (w.child.exitCode !== null || w.child.signalCode !== null) throw new Error(`waiting for ${what}: worker ${w.child.pid} exited:\n${w.lines.slice(-15).join('\n')}`);
-      const failed = w.logs('task failed');
+      const failed = taskFailures(w, undefined, 'for-good');
       if (failed.length > 0) throw new Error(`waiting for ${what}: a task failed: ${JSON.stringify(failed[0])}`);
     }
     if (Date.now() > deadline) throw new Error(`no ${what} after ${timeoutMs} ms:\n${ws.map((w) => `[${w.child.pid}]\n${w.lines.slice(-10).join('\n')}`).join('\n')}`);

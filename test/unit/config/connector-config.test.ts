@@ -40,7 +40,7 @@ test('a minimal config gets the Apache sink\'s defaults', () => {
   assert.equal(c.tables.caseInsensitive, false);
   assert.equal(c.tables.unrouted, 'fail');
   assert.deepEqual(c.tables.kafkaMetadata, { columns: [], prefix: '_kafka_metadata_' });
-  assert.deepEqual(c.tables.settings('sales.orders'), { partitionBy: '', routeRegex: null, commitBranch: 'main' });
+  assert.deepEqual(c.tables.settings('sales.orders'), { partitionBy: '', partitionByKey: 'iceberg.tables.default-partition-by', routeRegex: null, commitBranch: 'main' });
   assert.equal(c.control.topic, 'icefloe-control-orders');
   assert.equal(c.control.commitIntervalMs, 300000);
   assert.equal(c.control.topicRetentionMs, 7 * 24 * 3600 * 1000);
@@ -206,8 +206,8 @@ test('per-table settings override the defaults; table names may contain dots', (
     'iceberg.tables.default-commit-branch': ' staging ',
     'iceberg.table.sales.orders.commit-branch': 'audit',
   });
-  assert.deepEqual(c.tables.settings('sales.orders'), { partitionBy: 'day(order_ts), bucket(customer_id, 16)', routeRegex: null, commitBranch: 'audit' });
-  assert.deepEqual(c.tables.settings('sales.returns'), { partitionBy: 'day(ts)', routeRegex: null, commitBranch: 'staging' });
+  assert.deepEqual(c.tables.settings('sales.orders'), { partitionBy: 'day(order_ts), bucket(customer_id, 16)', partitionByKey: 'iceberg.table.sales.orders.partition-by', routeRegex: null, commitBranch: 'audit' });
+  assert.deepEqual(c.tables.settings('sales.returns'), { partitionBy: 'day(ts)', partitionByKey: 'iceberg.tables.default-partition-by', routeRegex: null, commitBranch: 'staging' });
   // a table routed dynamically (not listed) gets the default branch; an empty branch name is an error
   assert.equal(c.tables.settings('sales.other').commitBranch, 'staging');
   assert.match(errorsOf({ ...BASE, 'iceberg.tables.default-commit-branch': ' ' })['iceberg.tables.default-commit-branch']?.[0] ?? '', /String must be non-empty/);

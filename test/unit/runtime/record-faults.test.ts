@@ -109,7 +109,7 @@ test('errors.tolerance=none: the task fails at the first value that is not frame
     const error = await task.ended;
     assert.equal(task.task.state, 'FAILED', `poison kind ${i}`);
     assert.ok(error instanceof DataError, `poison kind ${i}: a DataError, got ${String(error)}`);
-    assert.match(error.message, new RegExp(`^record ${TOPIC}-1@${String(at)}: (not a Confluent-framed message|empty message|Confluent frame truncated)`));
+    assert.match(error.message, new RegExp(`^record ${TOPIC}/1@${String(at)}: (not a Confluent-framed message|empty message|Confluent frame truncated)`));
     assert.deepEqual(error.context['offset'], String(at));
     assert.equal(rig.committedOffset(1), null, 'nothing past the failure is committed');
     assert.equal(good.length, 2);
@@ -213,7 +213,7 @@ test('errors.tolerance=none, two tables: a record that fails for one table fails
   const task = rig.startTask(0);
   const error = await task.ended;
   assert.ok(error instanceof DataError);
-  assert.match(error.message, new RegExp(`^record ${TOPIC}-0@1 \\(table db\\.narrow\\): field n`));
+  assert.match(error.message, new RegExp(`^record ${TOPIC}/0@1: table db\\.narrow: field n`));
   assert.equal(rig.committedOffset(0), null);
   assert.equal(rig.committedAnnouncements(), 0, 'the copy already in db.wide was never announced');
 });

@@ -8,12 +8,12 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import type { ConnectorConfig } from '../../../src/config/connector-config.ts';
-import { ConfigError, DataError, FatalError } from '../../../src/core/errors.ts';
+import { CommitStateUnknownError, ConfigError, DataError, FatalError, RetriableError } from '../../../src/core/errors.ts';
 import type { Logger } from '../../../src/core/log.ts';
 import type { ConnectorCommitter } from '../../../src/coordinate/committer.ts';
 import { fencedError } from '../../../src/consume/port.ts';
 import { restartable } from '../../../src/runtime/task.ts';
-import { StandaloneWorker } from '../../../src/runtime/worker.ts';
+import { failureSummary, StandaloneWorker } from '../../../src/runtime/worker.ts';
 import type { TaskHandle } from '../../../src/runtime/worker.ts';
 
 const committer = {
@@ -88,6 +88,9 @@ test('restartable: crashes and broken clients are, decisions are not', () => {
   assert.equal(restartable(new DataError('bad record')), false);
   assert.equal(restartable(fencedError('another process uses transactional.id c-0')), false);
   assert.equal(restartable(new FatalError('table db.t stopped')), false);
+  // Infrastructure: a time-out, a catalog that lost a commit's answer (creating or evolving a table).
+  assert.equal(restartable(new RetriableError('Kafka admin failed: Local: Timed out')), true);
+  assert.equal(restartable(new CommitStateUnknownError('commit to db.t lost its answer (503): outcome unknown')), true);
 });
 
 test('a task that ends unexpectedly is started again, each wait longer; the status shows the restarts', async (t) => {
@@ -101,9 +104,10 @@ test('a task that ends unexpectedly is started again, each wait longer; the stat
   assert.deepEqual(r.incarnations.map((i) => i.incarnation), [0, 1, 2, 3, 4], 'the worker counts the incarnations (a crash point is armed in the first only)');
   const waits = r.incarnations.slice(1).map((inc, i) => inc.startedAt - (r.incarnations[i] as Incarnation).startedAt);
   for (let i = 1; i < waits.length; i++) assert.ok((waits[i] as number) > (waits[i - 1] as number), `the back-off grows: ${waits.join(', ')} ms`);
-  const logged = r.lines.filter((l) => l.msg === 'task ended unexpectedly; restarting it');
+  const logged = r.lines.filter((l) => l.level === 'error' && l.msg.startsWith('task c-0 failed: '));
   assert.deepEqual(logged.map((l) => l.fields['restarts']), [1, 2, 3, 4]);
-  assert.match(String(logged[3]?.fields['error']), /crash 4/);
+  assert.ok(logged.every((l) => l.fields['restarting'] === true));
+  assert.match(logged[3]?.msg ?? '', /^task c-0 failed: task 0 process exited with SIGKILL \(crash 4\); restarting it in \d+\.\d s$/);
   const status = r.worker.status()[0]?.tasks[0];
   assert.equal(status?.state, 'RUNNING');
   assert.equal(status?.restarts, 4);
@@ -111,7 +115,7 @@ test('a task that ends unexpectedly is started again, each wait longer; the stat
 });
 
 test('a task that failed by a decision stays FAILED with its trace: no restart', async (t) => {
-  for (const decision of [new ConfigError('Kafka poll failed: unknown topic'), new DataError('record orders[0]@5: not JSON'), fencedError('another process uses transactional.id c-0')]) {
+  for (const decision of [new ConfigError('Kafka poll failed: unknown topic'), new DataError('not JSON'), fencedError('another process uses transactional.id c-0')]) {
     const r = rig();
     t.after(() => r.worker.stop());
     await r.worker.start(connector);
@@ -120,7 +124,8 @@ test('a task that failed by a decision stays FAILED with its trace: no restart',
     assert.equal(r.incarnations.length, 1, `${decision.message}: not restarted`);
     assert.equal(r.worker.status()[0]?.tasks[0]?.state, 'FAILED');
     assert.equal(r.worker.status()[0]?.tasks[0]?.restarts, 0);
-    assert.ok(r.lines.some((l) => l.msg.startsWith('task failed; it stays FAILED') && String(l.fields['error']) === decision.message));
+    const failed = r.lines.filter((l) => l.level === 'error' && l.msg.startsWith('task c-0 failed'));
+    assert.deepEqual(failed.map((l) => [l.msg, l.fields['restarting']]), [[`task c-0 failed: ${decision.message}`, false]], 'one failure line');
   }
 });
 
@@ -151,3 +156,39 @@ test('a task that cannot be killed (in the worker process) does not hold the sto
   await r.worker.stop();
   assert.ok(Date.now() - started < 2_000);
 });
+
+test('whenAllFailed settles once every task of every connector FAILED for good, not while one runs or restarts', async (t) => {
+  const r = rig();
+  t.after(() => r.worker.stop());
+  await r.worker.start({ ...connector, name: 'a', tasksMax: 2 } as unknown as ConnectorConfig);
+  await r.worker.start({ ...connector, name: 'b' } as unknown as ConnectorConfig);
+  let settled = false;
+  void r.worker.whenAllFailed().then(() => (settled = true));
+  const [a0, a1, b0] = r.incarnations;
+  a0?.end(new DataError('not JSON', { record: { topic: 'orders', partition: 3, offset: 1520n } }));
+  b0?.end(new ConfigError('cannot create table db.t: iceberg.tables.default-partition-by=bucket(x, 8): column x is not in the table schema'));
+  a1?.end(new Error('task 1 process exited with SIGKILL')); // a crash: restarted
+  await until('the restart', () => r.incarnations.length === 4);
+  await sleep(50);
+  assert.equal(settled, false, 'a task runs again: not all failed');
+  assert.deepEqual(r.worker.failures().failed.map((f) => `${f.connector}-${f.task}`), ['a-0', 'b-0']);
+  r.incarnations[3]?.end(new FatalError('fenced'));
+  await until('all failed', () => settled);
+  const { failed, total } = r.worker.failures();
+  assert.equal(total, 3);
+  assert.equal(
+    failureSummary(failed, total, 'all-failed'),
+    [
+      'icefloe standalone: every task has FAILED (3 of 3) and none will be restarted: the worker stops:',
+      '  connector a task 0 at orders/3@1520: not JSON',
+      '  connector a task 1: fenced',
+      '  connector b task 0: cannot create table db.t: iceberg.tables.default-partition-by=bucket(x, 8): column x is not in the table schema',
+      'fix the cause and start the worker again (docs/sink.md "When tasks fail")',
+      '',
+    ].join('\n'),
+  );
+  const line = r.lines.find((l) => l.msg.startsWith('task a-0 failed'));
+  assert.equal(line?.msg, 'task a-0 failed at orders/3@1520: not JSON', 'the failure line names the task, the record and the cause');
+  assert.deepEqual([line?.fields['topic'], line?.fields['partition'], line?.fields['offset'], line?.fields['restarting']], ['orders', 3, '1520', false]);
+});
+
