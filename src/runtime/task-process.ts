@@ -13,8 +13,9 @@
  *   `orphanStopMs` whether or not the task stopped; it ends by SIGKILL of itself, which nothing can hang
  *   (a native client's clean-up at exit could), and nobody is left to read its exit code.
  * - The worker reads the child's end: exit 0 resolves the handle's `done`; EXIT_TASK_FAILED rejects with
- *   a FatalError (not restartable); any other code or a signal (OOM kill) rejects with a plain Error
- *   (restartable). A child that closed its IPC channel but did not exit within CHILD_EXIT_GRACE_MS is
+ *   a FatalError (not restartable); any other code or a signal (OOM kill) rejects with a FatalError marked
+ *   `restartable`. Either carries the cause and the failed record's coordinates as the child reported them
+ *   (for the worker's failure line), and the exit (`context.exit`). A child that closed its IPC channel but did not exit within CHILD_EXIT_GRACE_MS is
  *   killed, and `kill()` (the worker's bounded stop) sends SIGKILL.
  * - SIGTERM/SIGINT to the child (a terminal's Ctrl-C reaches the whole process group) stop its task as
  *   the worker's stop message does.
@@ -23,7 +24,7 @@
  * adapters (app.ts does) or decide about restarts (worker.ts does).
  */
 import type { ChildProcess } from 'node:child_process';
-import { describeFailure, errorMessage, FatalError, RetriableError } from '../core/errors.ts';
+import { describeFailure, errorMessage, FatalError } from '../core/errors.ts';
 import type { Logger } from '../core/log.ts';
 import { restartable } from './task.ts';
 import type { TaskFailure, TaskState } from './task.ts';
@@ -97,7 +98,10 @@ export function taskProcessHandle(taskId: number, child: ChildProcess, log: Logg
       // Only the child's own verdict (or the worker failing the connector) is a decision; a signal or any
       // other code is a crash a new incarnation may not meet.
       if (code === EXIT_TASK_FAILED || failedWith !== undefined) reject(new FatalError(message, options));
-      else reject(failure === undefined ? new Error(`task ${taskId} process exited with ${how}${why === undefined ? '' : `: ${why}`}`) : new RetriableError(message, options));
+      else {
+        const text = failure === undefined ? `task ${taskId} process exited with ${how}${why === undefined ? '' : `: ${why}`}` : message;
+        reject(new FatalError(text, { ...options, context: { ...options.context, restartable: true } }));
+      }
     });
   });
   return {

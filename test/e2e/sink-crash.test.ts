@@ -47,7 +47,7 @@ import { prng } from '../helpers/prng.ts';
 import type { ReaderArgs } from '../helpers/readers.ts';
 import { requireReachable, stackEndpoints } from '../helpers/stack.ts';
 import type { StackEndpoints } from '../helpers/stack.ts';
-import { startWorker } from '../helpers/worker.ts';
+import { startWorker, taskFailures } from '../helpers/worker.ts';
 import type { WorkerOptions, WorkerProcess } from '../helpers/worker.ts';
 
 const PARTITIONS = 6;
@@ -276,9 +276,10 @@ function logsOf(workers: readonly WorkerProcess[], msg: string): Record<string, 
 
 /** What must never appear: a stopped table or a failed task (retries are allowed: see `retries`). */
 function assertNoErrors(workers: readonly WorkerProcess[]): void {
-  for (const msg of ['table stopped: nothing is committed to it until an operator repairs it', 'task failed', 'task failed; it stays FAILED (a restart would end the same way: fix the cause and restart the worker)']) {
-    assert.deepEqual(logsOf(workers, msg), [], `no "${msg}" in the worker logs`);
-  }
+  assert.deepEqual(logsOf(workers, 'table stopped: nothing is committed to it until an operator repairs it'), [], 'no table stopped');
+  // A task process killed at its crash point (a signal) is the scenario; any other task failure is not.
+  const failed = workers.flatMap((w) => taskFailures(w)).filter((l) => l['restarting'] === false || !/^SIG/.test(String(l['exit'] ?? '')));
+  assert.deepEqual(failed, [], 'no task failed');
 }
 
 /** Retried trouble (a loaded machine may have some), for the diagnostics. */

@@ -31,7 +31,7 @@ import { assertExactlyOnce, duckdbCount } from '../helpers/exactly-once.ts';
 import type { Coordinates } from '../helpers/exactly-once.ts';
 import { kafkaSettings, sleep, unique } from '../helpers/kafka.ts';
 import { requireReachable, stackEndpoints } from '../helpers/stack.ts';
-import { startWorker } from '../helpers/worker.ts';
+import { startWorker, taskFailures } from '../helpers/worker.ts';
 import type { WorkerProcess } from '../helpers/worker.ts';
 
 const PARTITIONS = 6;
@@ -206,7 +206,7 @@ function committedRecords(ws: readonly WorkerProcess[], table: string): number {
 /** Fails fast (with the line) when a worker's task failed, so a wait does not run into its deadline. */
 function noTaskFailed(ws: readonly WorkerProcess[]): void {
   for (const w of ws) {
-    const failed = w.logs('task failed');
+    const failed = taskFailures(w);
     if (failed.length > 0) throw new Error(`worker ${w.child.pid}: a task failed: ${JSON.stringify(failed[0])}`);
   }
 }
@@ -292,7 +292,7 @@ test('a worker frozen past its session timeout cannot commit its stale cycle; ev
     (l.msg === 'partitions revoked' && l['lost'] === true) ||
     l.msg === 'cycle abandoned; reading again from the committed offsets' ||
     l.msg === 'cycle abandoned at revocation' ||
-    (l.msg === 'task failed' && /fenc|generation|member|abort/i.test(String(l['error'])));
+    (/^task \S+ failed/.test(l.msg) && /fenc|generation|member|abort/i.test(String(l['error'])));
   await until('A noticing it lost its partitions', () => events(a, aLinesAtThaw).some(fenced), [a, b], 60_000);
   const afterThaw = events(a, aLinesAtThaw);
   const evidence = afterThaw.find(fenced) as LogLine;
@@ -303,10 +303,16 @@ test('a worker frozen past its session timeout cannot commit its stale cycle; ev
   t.diagnostic(`frozen ${frozenMs} ms; A after the thaw: ${JSON.stringify({ msg: evidence.msg, lost: evidence['lost'], error: evidence['error'], partitions: evidence['partitions'] })}`);
 
   await streaming;
-  // Normally A rejoins and the group rebalances again; had A's task failed instead, B holds everything.
-  // Either way the committers must apply every record once.
-  await drainAndStop(s, [a, b]);
-  const aFailed = a.logs('task failed');
+  // Normally A rejoins and the group rebalances again; had A's task failed instead, B holds everything
+  // (and A, its only task FAILED for good, exits 1 by itself). Either way the committers must apply
+  // every record once.
+  const aFailed = taskFailures(a, undefined, 'for-good');
+  if (aFailed.length === 0) await drainAndStop(s, [a, b]);
+  else {
+    assert.equal(await a.exited, '1', 'A, every task FAILED, exits 1 by itself');
+    await until(`${s.produced.length} records committed to ${s.table}`, () => committedRecords([a, b], s.table) >= s.produced.length, [b], 300_000);
+    assert.equal(await b.stop(120_000), '0');
+  }
   t.diagnostic(`A's task ${aFailed.length > 0 ? `failed: ${String(aFailed[0]?.['error'])}` : 'recovered and rejoined'}; records committed by A's committer ${committedRecords([a], s.table)}, by B's ${committedRecords([b], s.table)}`);
   await assertTable(t, s);
 });

@@ -27,7 +27,7 @@ import { readTable } from '../helpers/readers.ts';
 import type { ReaderResult } from '../helpers/readers.ts';
 import { checkOrderRows, committedRecords, e2eResources, normalizeOrderRow, PROCESS_WORKER, produceOrders, registryConverter, SCHEMALESS_JSON, sinkConnector, stopWorker, strided, uniqueIdent, waitCommitted } from '../helpers/sink-e2e.ts';
 import type { Produced } from '../helpers/sink-e2e.ts';
-import { startWorker } from '../helpers/worker.ts';
+import { startWorker, taskFailures } from '../helpers/worker.ts';
 
 const TIMEOUT = 900_000;
 const START_MS = Date.UTC(2025, 5, 1);
@@ -71,7 +71,7 @@ test('Protobuf: ConfluentProtobuf frames through ProtobufConverter land exactly 
   res.workers.push(worker);
   await waitCommitted(worker, table, count);
   await stopWorker(worker);
-  assert.equal(worker.logs('task failed').length, 0);
+  assert.equal(taskFailures(worker).length, 0);
 
   await assertExactlyOnce(table, produced.coords);
   assert.equal(await duckdbCount(table), count);
@@ -114,7 +114,7 @@ test('JSON with schemas (JsonConverter, schemas.enable=true): Connect Decimal an
   res.workers.push(worker);
   await waitCommitted(worker, table, count);
   await stopWorker(worker);
-  assert.equal(worker.logs('task failed').length, 0);
+  assert.equal(taskFailures(worker).length, 0);
 
   await assertExactlyOnce(table, produced.coords);
   assert.equal(await duckdbCount(table), count);
@@ -158,7 +158,7 @@ test('Plain JSON (JsonConverter, schemas.enable=false): the table inferred from 
   res.workers.push(worker);
   await waitCommitted(worker, table, count);
   await stopWorker(worker);
-  assert.equal(worker.logs('task failed').length, 0);
+  assert.equal(taskFailures(worker).length, 0);
 
   await assertExactlyOnce(table, produced.coords);
   assert.equal(await duckdbCount(table), count);
@@ -215,7 +215,7 @@ test('Mid-stream evolution: Avro v1 then v2 on one topic; the table gains channe
   const v2 = await produceOrders({ topic, format: 'avro', count: m, seed: 52, partitions: 3, schemaVersion: 2, startTimeMs: START_MS + n * 10, keepEvents: true });
   await waitCommitted(worker, table, n + m);
   await stopWorker(worker);
-  assert.equal(worker.logs('task failed').length, 0);
+  assert.equal(taskFailures(worker).length, 0);
   assert.ok(worker.logs('table schema evolved').length >= 1, "the log shows 'table schema evolved'");
   assert.equal(committedRecords(worker, table), n + m);
 

@@ -12,7 +12,7 @@ import { unique, withTopics } from '../helpers/kafka.ts';
 import { javaProduce } from '../helpers/kafka-java.ts';
 import { readTable } from '../helpers/readers.ts';
 import { e2eResources, PROCESS_WORKER, SCHEMALESS_JSON, sinkConnector, stopWorker, uniqueIdent, waitCommitted } from '../helpers/sink-e2e.ts';
-import { startWorker } from '../helpers/worker.ts';
+import { startWorker, taskFailures } from '../helpers/worker.ts';
 
 const HEADERS = '_kafka_metadata_headers';
 
@@ -53,7 +53,7 @@ test('header values through the sink: null stays null, empty stays empty, bytes 
   res.workers.push(worker);
   await waitCommitted(worker, table, 3);
   await stopWorker(worker);
-  assert.equal(worker.logs('task failed').length, 0);
+  assert.equal(taskFailures(worker).length, 0);
   await assertExactlyOnce(table, [0n, 1n, 2n].map((offset) => ({ topic, partition: 0, offset })));
 
   const byOffset = new Map<string, [string, string | null][]>();

@@ -5,10 +5,11 @@
  *     connector without `iceberg.control.topic` gets its own `icefloe-control-<name>`, created with safe
  *     settings.
  * (b) A table that stops fails the connector's tasks: nothing read after the stop is acknowledged to
- *     Kafka (the group's committed offsets stay where the table's rows end), the committer keeps running.
+ *     Kafka (the group's committed offsets stay where the table's rows end); every task FAILED, the
+ *     worker exits 1 by itself with a summary naming the stopped table (issue 11).
  * (c) Retention: a table that cannot commit (the catalog, behind the fault proxy, throttles its commits)
- *     raises the alarm past a share of the control topic's retention and fails the tasks past a larger one; once
- *     the catalog is back a restart lands everything exactly once.
+ *     raises the alarm past a share of the control topic's retention and fails the tasks past a larger one (the
+ *     worker, its only task FAILED, exits 1); once the catalog is back a restart lands everything exactly once.
  * (d) A table dropped and recreated while the worker runs: records produced after the recreate land in
  *     the new table exactly once, without a restart.
  */
@@ -27,7 +28,7 @@ import type { Coordinates } from '../helpers/exactly-once.ts';
 import { kafkaSettings, sleep, unique } from '../helpers/kafka.ts';
 import { e2eResources, PROCESS_WORKER, produceJson, SCHEMALESS_JSON, sinkConnector, stopWorker, uniqueIdent, waitCommitted } from '../helpers/sink-e2e.ts';
 import { requireReachable, s3Settings, stackEndpoints } from '../helpers/stack.ts';
-import { startWorker } from '../helpers/worker.ts';
+import { startWorker, taskFailures } from '../helpers/worker.ts';
 import type { WorkerProcess } from '../helpers/worker.ts';
 
 const TIMEOUT = 300_000;
@@ -123,14 +124,16 @@ test('(b) a stopped table fails the tasks: nothing read after the stop is acknow
   assert.match(failed, new RegExp(`table ${table.replace('.', '\\.')} stopped \\(positions-malformed`));
   const after = await produceJson(topic, 2, records(200, 100, 2));
   await sleep(8_000); // more than two commit intervals: a running task would have committed them
-  assert.ok(alive(worker), 'the worker (and its committer) keeps running');
   assert.deepEqual(await committedOffsets(`connect-${name}`, topic, 2), endOffsets(before, 2), 'the group has acknowledged exactly what the table holds');
-  const taskFailures = worker.logs('task failed; it stays FAILED (a restart would end the same way: fix the cause and restart the worker)');
-  assert.equal(taskFailures.length, 2, 'both task processes failed');
-  for (const f of taskFailures) assert.match(String(f['error']), /stopped \(positions-malformed/);
+  const failures = taskFailures(worker, name, 'for-good');
+  assert.equal(failures.length, 2, 'both task processes failed');
+  for (const f of failures) assert.match(String(f['msg']), new RegExp(`^task ${name}-[01] failed: .*stopped \\(positions-malformed`));
   assert.equal(after.length, 100);
   assert.ok(worker.logs('table stopped: nothing is committed to it until an operator repairs it').some((l) => l['code'] === 'positions-malformed'));
-  await stopWorker(worker);
+  // Every task FAILED for good: nothing runs, nothing will restart, and no API could show it — the worker exits.
+  assert.equal(await worker.exited, '1', 'the worker exits 1 by itself');
+  const summary = worker.lines.slice(worker.lines.findIndex((l) => l.startsWith('icefloe standalone: every task has FAILED (2 of 2)')));
+  assert.equal(summary.filter((l) => new RegExp(`^  connector ${name} task [01]: .*${table.replace('.', '\\.')} stopped \\(positions-malformed`).test(l)).length, 2, `the summary names each task and why; got:\n${summary.join('\n')}`);
   await assertExactlyOnce(table, before);
 });
 
@@ -171,10 +174,10 @@ test('(c) retention: a table that cannot commit raises the alarm, then fails the
   const after = await produceJson(topic, 2, records(200, 100, 2));
   await sleep(8_000);
   assert.deepEqual(await committedOffsets(`connect-${name}`, topic, 2), endOffsets(before, 2), 'nothing read after the stop is acknowledged');
+  assert.equal(await worker.exited, '1', 'its only task FAILED: the worker exits 1 by itself');
 
   // Repair: the catalog answers again; a restart applies the announced records and reads on, exactly once.
   await proxy.remove(rule);
-  await stopWorker(worker);
   const restarted = startWorker({ worker: { 'icefloe.tasks.mode': 'in-process' }, connectors: [spec], dir: worker.dir });
   res.workers.push(restarted);
   const total = (): number => [worker, restarted].reduce((n, w) => n + w.logs('table committed').filter((l) => l['table'] === table).reduce((m, l) => m + Number(l['records']), 0), 0);

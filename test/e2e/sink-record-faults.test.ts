@@ -8,7 +8,7 @@
  *     is skipped, logged with its coordinates and counted exactly once — also across a cycle forced to be
  *     read again (the fault proxy fails the data-file uploads); with errors.tolerance=none (two tasks)
  *     each task fails naming the coordinates of its partition's first bad record and what is wrong, and
- *     nothing past it is committed;
+ *     nothing past it is committed; the worker, stopped with those tasks FAILED, exits 1 naming them;
  * (b) records of partition 1 whose schema id the registry does not know yet (registered ~10 s after
  *     they were produced): partition 0 lands in the table while partition 1 waits with a growing back-off
  *     (no cycle abandoned), then everything lands exactly once.
@@ -25,7 +25,7 @@ import type { Coordinates } from '../helpers/exactly-once.ts';
 import { kafkaSettings, unique } from '../helpers/kafka.ts';
 import { committedRecords, e2eResources, PROCESS_WORKER, registryConverter, sinkConnector, stopWorker, uniqueIdent } from '../helpers/sink-e2e.ts';
 import { stackEndpoints } from '../helpers/stack.ts';
-import { startWorker } from '../helpers/worker.ts';
+import { startWorker, taskFailures } from '../helpers/worker.ts';
 import type { WorkerProcess } from '../helpers/worker.ts';
 
 const TIMEOUT = 240_000;
@@ -192,26 +192,31 @@ test('(a) bad values among good ones: tolerance=all skips and counts each once (
 
   const lines = (msg: string, connector: string): Record<string, unknown>[] => worker.logs(msg).filter((l) => l['connector'] === connector);
   await until(worker, `${good.length} records committed to ${tableAll}`, () => {
-    const failed = lines('task failed', all);
+    const failed = taskFailures(worker, all);
     if (failed.length > 0) throw new Error(`a task of the tolerant connector failed: ${JSON.stringify(failed[0])}`);
     return committedRecords(worker, tableAll) >= good.length;
   }, 120_000);
-  await until(worker, 'both strict tasks failed', () => lines('task failed', none).length >= 2, 60_000);
-  await stopWorker(worker);
+  await until(worker, 'both strict tasks failed', () => taskFailures(worker, none, 'for-good').length >= 2, 60_000);
+  // Stopped while the strict connector's tasks are FAILED: exit 1, with them in the summary (issue 11).
+  assert.equal(await worker.stop(120_000), '1', 'a worker stopped with FAILED tasks exits 1');
+  const summary = worker.lines.filter((l) => l.startsWith(`  connector ${none} task `));
+  assert.equal(summary.length, 2, `the summary names both strict tasks; last lines:\n${worker.lines.slice(-6).join('\n')}`);
 
   // tolerance=none: each task names its partition's first bad record (or the other partition's, after
   // taking it over), with what is wrong; nothing at or past it is committed.
   const firstBad = new Map<string, { c: Coordinates; kind: keyof typeof POISON }>();
   for (const b of bad) if (!firstBad.has(`${b.c.partition}`)) firstBad.set(`${b.c.partition}`, b);
-  for (const f of lines('task failed', none)) {
-    const error = String(f['error']);
-    const m = /^record (.+)-(\d+)@(\d+): /.exec(error);
-    assert.ok(m !== null, `the failure names the record: ${error}`);
-    const expectedBad = firstBad.get(m[2] as string);
-    assert.ok(expectedBad !== undefined && m[1] === topic && m[3] === String(expectedBad.c.offset), `${error} names the first bad record of its partition`);
-    assert.match(error, WHAT[expectedBad.kind]);
+  for (const f of taskFailures(worker, none)) {
+    const msg = String(f['msg']);
+    const m = /^task \S+-(\d+) failed at (.+)\/(\d+)@(\d+): /.exec(msg);
+    assert.ok(m !== null, `the failure line names the task and the record: ${msg}`);
+    const expectedBad = firstBad.get(m[3] as string);
+    assert.ok(expectedBad !== undefined && m[2] === topic && m[4] === String(expectedBad.c.offset), `${msg} names the first bad record of its partition`);
+    assert.deepEqual([f['topic'], String(f['partition']), f['offset']], [topic, m[3], m[4]], 'and carries its coordinates as fields');
+    assert.match(msg, WHAT[expectedBad.kind]);
+    assert.ok(summary.some((l) => l.startsWith(`  connector ${none} task ${m[1]} at ${m[2]}/${m[3]}@${m[4]}: `)), `the summary names task ${m[1]} and the record`);
   }
-  assert.equal(lines('task failed', all).length, 0, 'no task of the tolerant connector failed');
+  assert.equal(taskFailures(worker, all).length, 0, 'no task of the tolerant connector failed');
   const admin = await ConfluentKafkaAdmin.connect({ settings: await kafkaSettings() });
   try {
     for (const o of await admin.groupOffsets(`connect-${none}`, topic)) {
@@ -289,7 +294,7 @@ test('(b) a schema id the registry learns ~10 s late: its partition waits with b
   await until(worker, 'everything committed', () => committedRecords(worker, table) >= coords.length, 60_000);
   await stopWorker(worker);
 
-  assert.equal(worker.logs('task failed').length, 0);
+  assert.equal(taskFailures(worker).length, 0);
   assert.equal(worker.logs('cycle abandoned; reading again from the committed offsets').length, 0, 'no cycle was abandoned while partition 1 waited');
   const tries = pauses().map((p) => Number(p['tries']));
   assert.deepEqual(tries, tries.map((_, i) => i + 1), 'one hold whose tries count up');

@@ -24,7 +24,7 @@ import { unique } from '../helpers/kafka.ts';
 import { readTable } from '../helpers/readers.ts';
 import { committedRecords, e2eResources, isoToMs, PROCESS_WORKER, produceJson, produceOrders, registryConverter, SCHEMALESS_JSON, sinkConnector, stopWorker, uniqueIdent, waitCommitted } from '../helpers/sink-e2e.ts';
 import { stackEndpoints } from '../helpers/stack.ts';
-import { startWorker } from '../helpers/worker.ts';
+import { startWorker, taskFailures } from '../helpers/worker.ts';
 import type { WorkerProcess } from '../helpers/worker.ts';
 
 const TIMEOUT = 900_000;
@@ -64,7 +64,7 @@ test('(a) static routing by route-regex on region: each table holds exactly the 
   for (const r of REGIONS) assert.ok(expected[r].length > 1000, `the generator makes ${r} orders`);
   for (const r of REGIONS) await waitCommitted(worker, tables[r], expected[r].length);
   await stopWorker(worker);
-  assert.equal(worker.logs('task failed').length, 0);
+  assert.equal(taskFailures(worker).length, 0);
   assert.equal(worker.logs('table created').length, 3);
 
   for (const r of REGIONS) {
@@ -113,7 +113,7 @@ test('(b) dynamic routing: a field of each JSON record names its table; the tabl
   const expected = new Map(targets.map((table) => [table, coords.filter((_, i) => (values[i] as { target: string }).target.toLowerCase() === table)]));
   for (const table of targets) await waitCommitted(worker, table, expected.get(table)?.length ?? 0);
   await stopWorker(worker);
-  assert.equal(worker.logs('task failed').length, 0);
+  assert.equal(taskFailures(worker).length, 0);
   assert.deepEqual(worker.logs('table created').map((l) => l['table']).sort(), targets);
 
   for (const table of targets) {
@@ -193,14 +193,15 @@ async function unroutedRun(t: TestContext, rule: 'fail' | 'skip'): Promise<Unrou
 test("(c) unrouted=fail: a record that routes to no table fails the task, naming it, and nothing past it is committed", { timeout: TIMEOUT }, async (t) => {
   const run = await unroutedRun(t, 'fail');
   const { worker, bad } = run;
-  const line = await worker.waitFor(/"msg":"task failed"/, 300_000);
-  const failed = JSON.parse(line) as { error: string };
-  assert.ok(failed.error.includes(`${bad.topic}-${bad.partition}@${bad.offset}`), `the error names topic-partition@offset: ${failed.error}`);
-  assert.match(failed.error, /routes to no table/);
-  assert.match(failed.error, /"mars"/);
-  assert.match(failed.error, /icefloe\.tables\.unrouted=skip/);
-  // Stopping runs a last committer round: anything announced before the failure is applied first.
-  await stopWorker(worker);
+  const line = await worker.waitFor(/"msg":"task \S+ failed at /, 300_000);
+  const failed = JSON.parse(line) as { msg: string };
+  assert.ok(failed.msg.includes(` failed at ${bad.topic}/${bad.partition}@${bad.offset}: `), `the failure line names topic/partition@offset: ${failed.msg}`);
+  assert.match(failed.msg, /routes to no table/);
+  assert.match(failed.msg, /"mars"/);
+  assert.match(failed.msg, /icefloe\.tables\.unrouted=skip/);
+  // Its only task FAILED for good: the worker stops by itself — a last committer round applies anything
+  // announced before the failure — and exits 1.
+  assert.equal(await worker.exited, '1');
 
   for (const region of ['eu', 'us'] as const) {
     const table = run.tables[region];
@@ -225,7 +226,7 @@ test('(c) unrouted=skip: the record that routes to no table is skipped and count
   await waitCommitted(worker, run.tables.eu, expected('eu').length);
   await waitCommitted(worker, run.tables.us, expected('us').length);
   await stopWorker(worker);
-  assert.equal(worker.logs('task failed').length, 0);
+  assert.equal(taskFailures(worker).length, 0);
   for (const region of ['eu', 'us'] as const) await assertExactlyOnce(run.tables[region], expected(region));
   assert.equal(expected('eu').length + expected('us').length, all.length - 1);
   assert.equal(committedRecords(worker, run.tables.eu) + committedRecords(worker, run.tables.us), all.length - 1);
@@ -267,7 +268,7 @@ test('(d) idle partitions: data in one partition of six; snapshots carry icefloe
     await new Promise((r) => setTimeout(r, 500));
   }
   await stopWorker(worker);
-  assert.equal(worker.logs('task failed').length, 0);
+  assert.equal(taskFailures(worker).length, 0);
   assert.ok(coords.every((c) => c.partition === 0));
   await assertExactlyOnce(table, coords);
 
@@ -360,7 +361,7 @@ test('(e) errors.tolerance=all, two tables, a record too wide for one: it lands 
   await waitCommitted(worker, wide, coords.length);
   await waitCommitted(worker, narrow, fits.length);
   await stopWorker(worker);
-  assert.equal(worker.logs('task failed').length, 0);
+  assert.equal(taskFailures(worker).length, 0);
   await assertExactlyOnce(wide, coords);
   await assertExactlyOnce(narrow, fits);
   const stopped = worker.logs('task stopped');

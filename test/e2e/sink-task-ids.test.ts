@@ -16,7 +16,7 @@ import { test } from 'node:test';
 import { assertExactlyOnce } from '../helpers/exactly-once.ts';
 import { unique } from '../helpers/kafka.ts';
 import { committedRecords, e2eResources, produceJson, SCHEMALESS_JSON, sinkConnector, stopWorker, uniqueIdent, waitCommitted } from '../helpers/sink-e2e.ts';
-import { startWorker } from '../helpers/worker.ts';
+import { startWorker, taskFailures } from '../helpers/worker.ts';
 
 const PARTITIONS = 4;
 
@@ -57,7 +57,7 @@ test('a second worker whose icefloe.tasks.id-offset overlaps the first\'s refuse
   clearTimeout(timer);
   const refusal = b.lines.find((l) => l.startsWith('icefloe standalone:')) ?? '';
   t.diagnostic(refusal);
-  for (const l of a.logs('task failed')) t.diagnostic(`A: ${JSON.stringify(l['error'])}`);
+  for (const l of taskFailures(a)) t.diagnostic(`A: ${JSON.stringify(l['error'])}`);
   assert.ok(exit !== '0' && exit !== 'still running', `B refused to start (${exit})`);
   assert.match(refusal, /icefloe\.tasks\.id-offset=1: task id 1 of connector \S+ is in use by another live process/);
   assert.match(refusal, new RegExp(`transactional\\.id \\(${name}-1\\)`), 'names the transactional id the two would share');
@@ -67,7 +67,7 @@ test('a second worker whose icefloe.tasks.id-offset overlaps the first\'s refuse
   // A goes on with both tasks.
   produced.push(...(await produceJson(topic, PARTITIONS, batch(400, 400))));
   await waitCommitted(a, table, produced.length, 120_000);
-  assert.deepEqual(a.logs('task failed'), [], 'no task of A failed (none was fenced)');
+  assert.deepEqual(taskFailures(a), [], 'no task of A failed (none was fenced)');
   await stopWorker(a);
   assert.equal(committedRecords(a, table), produced.length);
   await assertExactlyOnce(table, produced);

@@ -8,7 +8,8 @@
  *    after its back-off (the crash point is armed in a task's first incarnation only); the restarted tasks
  *    commit every record, exactly once by Kafka coordinates; the worker's stop is clean.
  * 2. A task that fails by a decision — a value that is not JSON under errors.tolerance=none — stays FAILED
- *    with its trace: its process exits with the decision's code and the worker does not restart it.
+ *    with its trace: its process exits with the decision's code and the worker does not restart it; its
+ *    only task FAILED, the worker exits 1 by itself (issue 11).
  * 3. kill -9 of the worker while the broker is away and records are in the tasks' open cycles: each task
  *    process notices its worker is gone and stops its task, whose last cycle then cannot commit (its
  *    transaction's calls time out, and a timed-out abort is resumed for as long as the broker is away) —
@@ -22,7 +23,7 @@ import { assertExactlyOnce } from '../helpers/exactly-once.ts';
 import { kafkaSettings, sleep, unique } from '../helpers/kafka.ts';
 import { committedRecords, e2eResources, produceJson, SCHEMALESS_JSON, sinkConnector, stopWorker, uniqueIdent, waitCommitted } from '../helpers/sink-e2e.ts';
 import { ensureStarted, restoreServiceAfter, stopService } from '../helpers/stack-services.ts';
-import { startWorker, untilWorkers } from '../helpers/worker.ts';
+import { startWorker, taskFailures, untilWorkers } from '../helpers/worker.ts';
 import type { WorkerProcess } from '../helpers/worker.ts';
 import { ConfluentRecordProducer } from '../../src/consume/confluent/index.ts';
 
@@ -86,7 +87,7 @@ test('an uncaught exception ends the task process, which reports it; the worker 
   await waitCommitted(w, table, produced.length, 120_000);
 
   const crashed = w.logs('task process crashed');
-  const ended = w.logs('task ended unexpectedly; restarting it');
+  const ended = taskFailures(w).filter((l) => l['restarting'] === true);
   t.diagnostic(`crashes: ${JSON.stringify(crashed.map((l) => ({ task: l['task'], kind: l['kind'] })))}; restarts: ${JSON.stringify(ended.map((l) => ({ task: l['task'], retryInMs: l['retryInMs'], error: l['error'] })))}`);
   const reached = w.lines.filter((l) => l.startsWith('icefloe: crash point task.after-upload reached'));
   assert.equal(reached.length, 2, 'each first incarnation reached the crash point once, the restarted ones ran without it');
@@ -101,7 +102,7 @@ test('an uncaught exception ends the task process, which reports it; the worker 
   await assertExactlyOnce(table, produced);
 });
 
-test('a task failed by a decision (a record that is not JSON, errors.tolerance=none) stays FAILED: no restart', { timeout: 180_000 }, async (t) => {
+test('a task failed by a decision (a record that is not JSON, errors.tolerance=none) stays FAILED: no restart, the worker exits 1', { timeout: 180_000 }, async (t) => {
   const res = await e2eResources(t);
   const name = unique('tfail');
   const topic = unique('tfail-src');
@@ -109,7 +110,7 @@ test('a task failed by a decision (a record that is not JSON, errors.tolerance=n
   const table = `${uniqueIdent('e2e_tfail')}.events`;
   res.topics.push(topic, control);
   res.tables.push(table);
-  await produceJson(topic, 1, batch(0, 10).map((r) => ({ ...r, partition: 0 })));
+  const good = await produceJson(topic, 1, batch(0, 10).map((r) => ({ ...r, partition: 0 })));
   const producer = await ConfluentRecordProducer.connect({ settings: await kafkaSettings(), clientId: 'icefloe-e2e-bad' });
   await producer.send([{ topic, partition: 0, key: 'bad', value: Buffer.from('this is not json', 'utf8') }]).finally(() => producer.close());
   const w = startWorker({
@@ -117,14 +118,18 @@ test('a task failed by a decision (a record that is not JSON, errors.tolerance=n
     connectors: [jsonConnector(name, topic, control, table, { 'tasks.max': '1', 'errors.tolerance': 'none' })],
   });
   res.workers.push(w);
-  const failed = await w.waitFor(/task failed; it stays FAILED/, 90_000);
-  await sleep(5_000); // five times the first restart back-off
-  t.diagnostic(failed);
-  assert.match(failed, /process exited with code 3/, 'the decision\'s exit code');
-  assert.deepEqual(w.logs('task ended unexpectedly; restarting it'), [], 'not restarted');
+  let timer: NodeJS.Timeout | undefined;
+  const how = await Promise.race([w.exited, new Promise<string>((resolve) => (timer = setTimeout(() => resolve('still running'), 90_000)))]);
+  clearTimeout(timer);
+  assert.equal(how, '1', `its only task FAILED for good: the worker exits 1 by itself; last lines:\n${w.lines.slice(-8).join('\n')}`);
+  const failed = taskFailures(w);
+  t.diagnostic(JSON.stringify(failed[0]?.['msg']));
+  assert.equal(failed.length, 1, 'one failure line');
+  assert.match(String(failed[0]?.['msg']), new RegExp(`^task ${name}-0 failed at ${topic}/0@${good.length}: `), 'naming the task and the record');
+  assert.equal(failed[0]?.['exit'], 'code 3', 'the decision\'s exit code');
+  assert.equal(failed[0]?.['restarting'], false, 'not restarted');
   assert.deepEqual(w.logs('task restarted'), []);
   assert.equal(taskPids(w).length, 1, 'one task process in all');
-  await stopWorker(w);
 });
 
 test('kill -9 of the worker while the broker is away: its task processes, unable to stop cleanly, are gone within seconds', { timeout: 240_000 }, async (t) => {
