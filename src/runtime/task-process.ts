@@ -90,9 +90,9 @@ export function taskProcessHandle(taskId: number, child: ChildProcess, log: Logg
         return;
       }
       const how = signal ?? `code ${code}`;
-      state = { state: 'FAILED', trace: state.trace ?? failedWith ?? `task process exited with ${how}` };
       // The cause as the child reported it (with the record's coordinates), else what the exit says.
       const why = failedWith ?? failure?.cause ?? state.trace?.split('\n')[0];
+      state = { state: 'FAILED', trace: state.trace ?? failedWith ?? `task process exited with ${how}` };
       const message = why === undefined ? `task ${taskId} process exited with ${how}` : why;
       const options = { context: { task: taskId, exit: how }, ...(failedWith === undefined && failure?.record !== undefined ? { record: failure.record } : {}) };
       // Only the child's own verdict (or the worker failing the connector) is a decision; a signal or any

@@ -339,7 +339,7 @@ export class StandaloneWorker {
     this.stopping = true;
     const slots = [...this.connectors.values()].flatMap((c) => c.tasks);
     for (const t of slots) clearTimeout(t.restartTimer);
-    await Promise.all(slots.map((t) => t.handle.stop().catch(() => undefined)));
+    await Promise.all(slots.filter((t) => !t.ended).map((t) => t.handle.stop().catch(() => undefined))); // a FAILED task has ended already
     const limitMs = this.d.taskShutdownTimeoutMs ?? DEFAULT_TASK_SHUTDOWN_TIMEOUT_MS;
     let timer: NodeJS.Timeout | undefined;
     const late = new Promise<'late'>((resolve) => (timer = setTimeout(() => resolve('late'), limitMs)));
