@@ -7,7 +7,8 @@
  *     and — every task FAILED for good — exits 1 by itself with a summary on stderr saying the same;
  * (b) iceberg.tables.default-partition-by naming a column that is not there: exits 1, naming the table, the
  *     column and the key to fix;
- * (c) a table that does not exist, auto-create off: exits 1 naming the table and the record;
+ * (c) a table that does not exist, auto-create off (and --exit-on-failure given): exits 1 naming the table
+ *     and the record;
  * (d) two connectors, one failing for good and one running: the worker stays up; SIGTERM then exits 1
  *     with the failed task in the summary (a supervisor must see it);
  * (e) a task process killed at a crash point (retriable): restarted, the worker does not exit, every
@@ -127,6 +128,7 @@ test('(c) a table that does not exist with auto-create off: the worker exits 1 n
   res.topics.push(topic, control);
   const [first] = await produceJson(topic, 1, [{ partition: 0, value: { id: 1 } }, { partition: 0, value: { id: 2 } }]);
   const w = startWorker({
+    args: ['--exit-on-failure'], // the default today, said explicitly
     worker: { 'icefloe.tasks.mode': 'in-process' },
     connectors: [sinkConnector({ name, topics: topic, controlTopic: control, config: { ...SCHEMALESS_JSON, 'iceberg.tables': table } })],
   });

@@ -20,6 +20,8 @@ export interface WorkerOptions {
   readonly env?: Readonly<Record<string, string>>;
   /** Reuse a directory (a restart keeps the SQLite catalog and local warehouse). */
   readonly dir?: string;
+  /** Options of `icefloe standalone` before its files, e.g. --exit-on-failure. */
+  readonly args?: readonly string[];
 }
 
 export interface WorkerProcess {
@@ -61,7 +63,7 @@ export function startWorker(options: WorkerOptions): WorkerProcess {
     writeFileSync(f, JSON.stringify({ name: c.name, config: c.config }, null, 2));
     return f;
   });
-  const child = spawn(process.execPath, [CLI, 'standalone', join(dir, 'worker.properties'), ...files], {
+  const child = spawn(process.execPath, [CLI, 'standalone', ...(options.args ?? []), join(dir, 'worker.properties'), ...files], {
     cwd: dir,
     // Without the caller's ICEFLOE_LOG_FORMAT: the tests read JSON lines (auto on a pipe) unless they set one.
     env: { ...process.env, ICEFLOE_LOG_FORMAT: undefined, ...options.env },
