@@ -12,12 +12,14 @@
  * (d) two connectors, one failing for good and one running: the worker stays up; SIGTERM then exits 1
  *     with the failed task in the summary (a supervisor must see it);
  * (e) a task process killed at a crash point (retriable): restarted, the worker does not exit, every
- *     record lands; SIGTERM exits 0.
+ *     record lands; SIGTERM exits 0;
+ * (f) a connector that cannot start (an unsafe control topic) after one that started: the worker stops the
+ *     first one cleanly and exits 2, naming the connector that did not start.
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import avro from 'avsc';
-import { ConfluentRecordProducer } from '../../src/consume/confluent/index.ts';
+import { ConfluentKafkaAdmin, ConfluentRecordProducer } from '../../src/consume/confluent/index.ts';
 import { ConfluentSchemaResolver } from '../../src/decode/registry/schema-registry.ts';
 import { kafkaSettings, sleep, unique } from '../helpers/kafka.ts';
 import { committedRecords, e2eResources, produceJson, registryConverter, SCHEMALESS_JSON, sinkConnector, stopWorker, uniqueIdent, waitCommitted } from '../helpers/sink-e2e.ts';
@@ -196,4 +198,33 @@ test('(e) a task process killed at a crash point is restarted; the worker does n
   assert.ok(w.child.exitCode === null && w.child.signalCode === null, 'the worker runs on');
   await stopWorker(w); // exit 0: nothing FAILED
   assert.ok(!w.lines.some((l) => l.startsWith('icefloe standalone: ')), 'no failure summary');
+});
+
+test('(f) a connector that cannot start ends the worker, naming it; the connector started before it is stopped cleanly', { timeout: TIMEOUT }, async (t) => {
+  const res = await e2eResources(t);
+  const good = unique('sa-first');
+  const bad = unique('sa-refused');
+  const topic = unique('sa-first-src');
+  const control = unique('sa-control');
+  const compacted = unique('sa-compacted');
+  const table = `${uniqueIdent('e2e_sa')}.events`;
+  res.topics.push(topic, control, compacted);
+  res.tables.push(table);
+  await produceJson(topic, 1, [{ partition: 0, value: { id: 1 } }]);
+  const admin = await ConfluentKafkaAdmin.connect({ settings: await kafkaSettings() });
+  await admin.ensureTopic({ name: compacted, partitions: 1, replicationFactor: -1, configs: { 'cleanup.policy': 'compact' } }).finally(() => admin.close());
+  const w = startWorker({
+    worker: { 'icefloe.tasks.mode': 'process' },
+    connectors: [
+      sinkConnector({ name: good, topics: topic, controlTopic: control, config: { ...SCHEMALESS_JSON, 'iceberg.tables': table, 'iceberg.tables.auto-create-enabled': 'true' } }),
+      sinkConnector({ name: bad, topics: topic, controlTopic: compacted, config: { ...SCHEMALESS_JSON, 'iceberg.tables': table, 'iceberg.tables.auto-create-enabled': 'true' } }),
+    ],
+  });
+  res.workers.push(w);
+  const how = await exitOnItsOwn(w);
+  const linesAtExit = [...w.lines];
+  assert.equal(how, '2', 'a configuration error at start: exit 2');
+  const refusal = linesAtExit.find((l) => l.startsWith('icefloe standalone: ')) ?? '';
+  assert.match(refusal, new RegExp(`^icefloe standalone: connector ${escape(bad)} did not start: .*control topic ${escape(compacted)}.*cleanup\\.policy=compact`));
+  assert.ok(w.logs('task stopped').some((l) => l['connector'] === good), `the first connector's task was stopped before the worker exited; last lines:\n${linesAtExit.slice(-8).join('\n')}`);
 });
