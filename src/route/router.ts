@@ -183,13 +183,13 @@ export class Router {
       this.#skipped[cause]++;
       return this.#skipResults[cause];
     }
-    const at = `Record ${topic}-${partition}@${offset}`;
     // A missing table is fixed by creating it (auto-create, or by hand): skipping is the last resort, not the advice.
-    const reason = cause === 'unknown-table'
-      ? `${at} cannot be written: ${this.#missingTable(table, value, missingNamespace)}`
-      : `${at} routes to no table: ${this.#explain(cause, value, table)}. Set icefloe.tables.unrouted=skip to skip and count such records instead.`;
-    const error = new DataError(reason, { context: { topic, partition, offset: offset.toString(), routeField: this.routeField, routeValue: value === null ? null : cut(value), cause } });
-    return Object.freeze({ kind: 'fail', cause, reason, error });
+    const why = cause === 'unknown-table'
+      ? `cannot be written: ${this.#missingTable(table, value, missingNamespace)}`
+      : `routes to no table: ${this.#explain(cause, value, table)}. Set icefloe.tables.unrouted=skip to skip and count such records instead.`;
+    // The record's coordinates are part of the error (core/errors.ts): its message starts with them.
+    const error = new DataError(why, { record: { topic, partition, offset }, context: { routeField: this.routeField, routeValue: value === null ? null : cut(value), cause } });
+    return Object.freeze({ kind: 'fail', cause, reason: error.message, error });
   }
 
   /** The unknown-table reason, with the keys that fix it first and skipping last. */

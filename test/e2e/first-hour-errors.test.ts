@@ -95,17 +95,16 @@ test('a missing table with auto-create off: the failure names the record, the ta
   res.topics.push(c.config['iceberg.control.topic'] as string);
   const w = startWorker({ worker: PROCESS_WORKER, connectors: [c] });
   res.workers.push(w);
-  const line = await w.waitFor(/"msg":"task failed"/, 90_000);
+  const line = await w.waitFor(/"msg":"task \S+ failed/, 90_000);
   const error = String((JSON.parse(line) as { error: unknown }).error);
   assert.equal(
     error,
-    `Record ${topic}-0@${String(at?.offset)} cannot be written: table "${ns}.orders" does not exist; its namespace ${ns} does not exist either, and iceberg.tables.auto-create-enabled is false. ` +
+    `record ${topic}/0@${String(at?.offset)}: cannot be written: table "${ns}.orders" does not exist; its namespace ${ns} does not exist either, and iceberg.tables.auto-create-enabled is false. ` +
       'Fix: set iceberg.tables.auto-create-enabled=true (the connector then creates the namespace and the table from the records\' schema), or create the table in the catalog; ' +
       'only if such records should be dropped, set icefloe.tables.unrouted=skip to skip and count them.',
   );
-  // The exit code of a worker whose every task failed is the worker's business (issue 11, another point);
-  // here the worker stops on SIGTERM.
-  await w.stop(60_000);
+  // Its only task FAILED for good: the worker exits 1 by itself (docs/sink.md "When tasks fail").
+  assert.equal(await w.exited, '1');
 });
 
 test('a topic that does not exist: the failure names it and says how to create it', { timeout: TIMEOUT }, async (t) => {
@@ -115,8 +114,8 @@ test('a topic that does not exist: the failure names it and says how to create i
   res.topics.push(c.config['iceberg.control.topic'] as string);
   const w = startWorker({ worker: PROCESS_WORKER, connectors: [c] });
   res.workers.push(w);
-  const line = await w.waitFor(/"msg":"task failed"/, 90_000);
+  const line = await w.waitFor(/"msg":"task \S+ failed/, 90_000);
   const error = String((JSON.parse(line) as { error: unknown }).error);
   assert.equal(error, `Kafka poll failed: Broker: Unknown topic or partition (ERR_UNKNOWN_TOPIC_OR_PART): topic ${topic} does not exist on the cluster (the connector's topics): create it (kafka-topics.sh --create, or icefloe generate --topic), or correct topics`);
-  await w.stop(60_000);
+  assert.equal(await w.exited, '1', 'its only task FAILED for good: the worker exits 1 by itself');
 });

@@ -80,7 +80,7 @@ test('no match and null route value fail by default, naming topic, partition, of
   const r = routerFor(REGEX);
   const noMatch = failOf(routerFor({ ...REGEX, 'iceberg.table.sales.all.route-regex': 'zz' }).route('apac', 'orders', 3, 9007199254740993n));
   assert.equal(noMatch.cause, 'no-match');
-  assert.match(noMatch.reason, /^Record orders-3@9007199254740993 routes to no table: route field "meta.region" \(iceberg.tables.route-field\) value "apac" matches no iceberg.table.<table>.route-regex/);
+  assert.match(noMatch.reason, /^record orders\/3@9007199254740993: routes to no table: route field "meta.region" \(iceberg.tables.route-field\) value "apac" matches no iceberg.table.<table>.route-regex/);
   assert.match(noMatch.reason, /tables with a route-regex: sales.eu, sales.us, sales.all/);
   assert.match(noMatch.reason, /icefloe.tables.unrouted=skip/);
   assert.ok(noMatch.error instanceof DataError && noMatch.error.retriable === false && noMatch.error.message === noMatch.reason);
@@ -88,7 +88,7 @@ test('no match and null route value fail by default, naming topic, partition, of
 
   const nul = failOf(r.route(null, 'orders', 0, 42n));
   assert.equal(nul.cause, 'null-route-value');
-  assert.match(nul.reason, /^Record orders-0@42 routes to no table: route field "meta.region" \(iceberg.tables.route-field\) is null or missing\./);
+  assert.match(nul.reason, /^record orders\/0@42: routes to no table: route field "meta.region" \(iceberg.tables.route-field\) is null or missing\./);
   assert.equal(r.skippedTotal(), 0, 'failures are not skips');
 
   const long = failOf(routerFor({ ...REGEX, 'iceberg.table.sales.all.route-regex': 'zz' }).route('x'.repeat(1000), 't', 0, 0n));
@@ -122,7 +122,7 @@ test('dynamic: the lower-cased value is the table (Locale.ROOT), validated as na
   for (const bad of ['orders', '', 'sales.', '.orders', 'a..b', ' sales.orders', 'sales.or\u0000ders']) {
     const f = failOf(r.route(bad, 'orders', 2, 7n));
     assert.equal(f.cause, 'invalid-table-name', bad);
-    assert.match(f.reason, /^Record orders-2@7 routes to no table: route field "meta.table" \(iceberg.tables.route-field\) value .* does not name a table: /);
+    assert.match(f.reason, /^record orders\/2@7: routes to no table: route field "meta.table" \(iceberg.tables.route-field\) value .* does not name a table: /);
   }
   assert.match(failOf(r.route('Orders', 't', 0, 0n)).reason, /value "Orders" does not name a table: "orders" has no namespace/);
   assert.equal(failOf(r.route(null, 't', 0, 0n)).cause, 'null-route-value');
@@ -140,17 +140,17 @@ test('unknown table (dynamic, auto-create off) takes the same outcome, reported 
   // The fix comes first (auto-create, or creating the table); skipping is the last option, not the advice.
   assert.equal(
     f.reason,
-    'Record orders-1@5 cannot be written: table "sales.nope" (from route field "tbl" (iceberg.tables.route-field) value "Sales.Nope") does not exist, and iceberg.tables.auto-create-enabled is false. ' +
+    'record orders/1@5: cannot be written: table "sales.nope" (from route field "tbl" (iceberg.tables.route-field) value "Sales.Nope") does not exist, and iceberg.tables.auto-create-enabled is false. ' +
       'Fix: set iceberg.tables.auto-create-enabled=true (the connector then creates the table from the records\' schema), or create the table in the catalog; ' +
       'only if such records should be dropped, set icefloe.tables.unrouted=skip to skip and count them.',
   );
   assert.ok(f.reason.indexOf('auto-create-enabled=true') < f.reason.indexOf('unrouted=skip'));
   // A missing namespace is named, and auto-create is said to create it too (createTable ensures it).
   const ns = failOf(routerFor(rest).unknownTable('sales.nope', null, 'orders', 1, 7n, 'sales'));
-  assert.match(ns.reason, /^Record orders-1@7 cannot be written: table "sales\.nope" does not exist; its namespace sales does not exist either, and iceberg\.tables\.auto-create-enabled is false\. Fix: set iceberg\.tables\.auto-create-enabled=true \(the connector then creates the namespace and the table/);
+  assert.match(ns.reason, /^record orders\/1@7: cannot be written: table "sales\.nope" does not exist; its namespace sales does not exist either, and iceberg\.tables\.auto-create-enabled is false\. Fix: set iceberg\.tables\.auto-create-enabled=true \(the connector then creates the namespace and the table/);
   // Static routing (iceberg.tables) names the table without a route field.
   const stat = failOf(routerFor({ 'iceberg.tables': 'sales.orders' }).unknownTable('sales.orders', null, 'orders', 0, 1n));
-  assert.match(stat.reason, /^Record orders-0@1 cannot be written: table "sales\.orders" does not exist, and iceberg\.tables\.auto-create-enabled is false\. Fix: set iceberg\.tables\.auto-create-enabled=true/);
+  assert.match(stat.reason, /^record orders\/0@1: cannot be written: table "sales\.orders" does not exist, and iceberg\.tables\.auto-create-enabled is false\. Fix: set iceberg\.tables\.auto-create-enabled=true/);
   const skip = routerFor({ ...rest, 'icefloe.tables.unrouted': 'skip' });
   assert.deepEqual(skip.unknownTable('sales.nope', 'sales.nope', 'orders', 1, 6n), { kind: 'skip', cause: 'unknown-table' });
   assert.equal(skip.skippedCounts()['unknown-table'], 1);

@@ -138,7 +138,7 @@ test('a table whose namespace is missing: auto-create makes both; with auto-crea
   const r = record({ id: 2 });
   await assert.rejects(async () => off.writer.write(r), (e: unknown) => {
     assert.ok(e instanceof DataError);
-    assert.match(e.message, new RegExp(`^Record orders-0@${r.offset} cannot be written: table "sales\\.orders" does not exist; its namespace sales does not exist either, and iceberg\\.tables\\.auto-create-enabled is false\\. Fix: set iceberg\\.tables\\.auto-create-enabled=true \\(the connector then creates the namespace and the table`));
+    assert.match(e.message, new RegExp(`^record orders/0@${r.offset}: cannot be written: table "sales\\.orders" does not exist; its namespace sales does not exist either, and iceberg\\.tables\\.auto-create-enabled is false\\. Fix: set iceberg\\.tables\\.auto-create-enabled=true \\(the connector then creates the namespace and the table`));
     return true;
   });
 });
