@@ -422,7 +422,9 @@ export async function runStandalone(options: StandaloneOptions): Promise<Standal
       // A connector that cannot start ends the worker (as connect-standalone does): the connectors started
       // before it are stopped cleanly, not left to their task processes' orphan watch.
       await sw.stop().catch(() => undefined);
-      if (!(e instanceof IcefloeError)) throw e;
+      // Kafka that cannot be reached (the error names bootstrap.servers) is the worker's trouble, not this
+      // connector's: its message stands as it is.
+      if (!(e instanceof IcefloeError) || e.context['bootstrapServers'] !== undefined) throw e;
       // Its handling class kept (a configuration error exits 2), now naming the connector.
       const Kind = e instanceof ConfigError ? ConfigError : e.retriable ? RetriableError : FatalError;
       throw new Kind(`connector ${connector.name} did not start: ${e.message}`, { cause: e, context: { ...e.context, connector: connector.name } });
