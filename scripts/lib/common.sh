@@ -27,6 +27,14 @@ export ICEFLOE_CACHE="${ICEFLOE_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/icefloe}"
 mkdir -p "$ICEFLOE_CACHE"
 
 log()  { printf '[%s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
+
+# When the user's command began: scripts/quickstart and scripts/test export it, so the steps of the
+# scripts they call (scripts/stack) count from there too.
+export ICEFLOE_T0="${ICEFLOE_T0:-$(date +%s)}"
+# elapsed: mm:ss since ICEFLOE_T0.
+elapsed() { local s=$(( $(date +%s) - ICEFLOE_T0 )); printf '%02d:%02d' $(( s / 60 )) $(( s % 60 )); }
+# step I N TEXT: one progress line, `[I/N mm:ss] TEXT…`: how far along, how long so far, what it does now.
+step() { printf '[%s/%s %s] %s…\n' "$1" "$2" "$(elapsed)" "$3" >&2; }
 die()  { printf 'error: %s\n' "$*" >&2; exit 1; }
 
 # mark_done DIR / is_done DIR: the idempotency marker of an install step.
