@@ -105,12 +105,12 @@ pid_of() {
   [ -n "$p" ] && kill -0 "$p" 2>/dev/null && echo "$p"
 }
 
-# stop_pid NAME: TERM the recorded PID (and its process group), wait up to 20 s, then KILL.
+# stop_pid NAME [SECONDS]: TERM the recorded PID (and its process group), wait up to SECONDS (20), then KILL.
 stop_pid() {
-  local name=$1 p i
+  local name=$1 secs=${2:-20} p i
   p=$(pid_of "$name") || { rm -f "$ICEFLOE_RUN/pids/$name.pid"; return 0; }
   kill -TERM -- "-$p" 2>/dev/null || kill -TERM "$p" 2>/dev/null || true
-  for i in $(seq 1 40); do kill -0 "$p" 2>/dev/null || break; sleep 0.5; done
+  for i in $(seq 1 $(( secs * 2 ))); do kill -0 "$p" 2>/dev/null || break; sleep 0.5; done
   if kill -0 "$p" 2>/dev/null; then
     log "$name (pid $p) did not stop on TERM: killing"
     kill -KILL -- "-$p" 2>/dev/null || kill -KILL "$p" 2>/dev/null || true

@@ -13,7 +13,7 @@
 # fault-injection proxy. It accepts the aws-chunked uploads with CRC32 checksum trailers that current
 # AWS SDKs send by default (JS v3, Java v2 in Iceberg's bundle, boto3), so
 # AWS_REQUEST_CHECKSUM_CALCULATION=when_required is not needed.
-s3_timeout=30
+s3_timeout=90
 
 s3_url() { echo "http://127.0.0.1:$S3_PORT"; }
 
@@ -24,7 +24,8 @@ s3_start() {
   mkdir -p "$(dirname "$(s3_state)")"
   start_bg s3 "$(readers_python)" "$ICEFLOE_ROOT/infra/s3/moto_single.py" 127.0.0.1 "$S3_PORT" "$(s3_state)"
   local i
-  for i in $(seq 1 40); do
+  # Loading a saved store takes a few seconds per 100 MB on a loaded machine.
+  for i in $(seq 1 "$(( s3_timeout * 2 ))"); do
     pid_of s3 >/dev/null || { tail -n 20 "$ICEFLOE_RUN/logs/s3.log" >&2; return 1; }
     [ "$(curl -s -o /dev/null -w '%{http_code}' "$(s3_url)/")" = 200 ] && break
     sleep 0.5
@@ -42,6 +43,9 @@ except s3.exceptions.ClientError:
     s3.create_bucket(Bucket=os.environ["S3_BUCKET"])
 EOF
 }
+
+# Saving the store on SIGTERM takes ~1 s per 100 MB: allow two minutes before the KILL that would lose it.
+s3_stop() { stop_pid s3 120; }
 
 # Up, and the bucket exists (HEAD on a path-style bucket URL is 200 only then).
 s3_ready() {
