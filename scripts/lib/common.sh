@@ -34,7 +34,12 @@ export ICEFLOE_T0="${ICEFLOE_T0:-$(date +%s)}"
 # elapsed: mm:ss since ICEFLOE_T0.
 elapsed() { local s=$(( $(date +%s) - ICEFLOE_T0 )); printf '%02d:%02d' $(( s / 60 )) $(( s % 60 )); }
 # step I N TEXT: one progress line, `[I/N mm:ss] TEXT…`: how far along, how long so far, what it does now.
-step() { printf '[%s/%s %s] %s…\n' "$1" "$2" "$(elapsed)" "$3" >&2; }
+# Under a caller's step (ICEFLOE_STEP=I/N, exported by it), the line keeps the caller's counter in front:
+# `[2/7 01:12] stack 3/9: TEXT…`.
+step() {
+  if [ -n "${ICEFLOE_STEP:-}" ]; then printf '[%s %s] %s %s/%s: %s…\n' "$ICEFLOE_STEP" "$(elapsed)" "${STEP_WHO:-}" "$1" "$2" "$3" >&2
+  else printf '[%s/%s %s] %s…\n' "$1" "$2" "$(elapsed)" "$3" >&2; fi
+}
 die()  { printf 'error: %s\n' "$*" >&2; exit 1; }
 
 # mark_done DIR / is_done DIR: the idempotency marker of an install step.
