@@ -47,7 +47,9 @@ quickstart_table_check() {
     *) die "checking the Iceberg table $table: unexpected answer $out" ;;
   esac
   log "$table is in the catalog but its files are gone from S3 ($(qs_json "$out" reason)): every task would fail to load it. Its rows are lost; the topic still holds the events. Starting $table afresh from the topic:"
-  case "$(qs_delete_group "$group")" in
+  local group_result
+  group_result=$(qs_delete_group "$group") || exit 1   # it died (in the subshell) naming the cause
+  case "$group_result" in
     deleted) log "  deleted the consumer group $group (its offsets lay past the lost rows): the worker reads the topic again from its earliest offsets" ;;
     absent) log "  the consumer group $group does not exist: the worker reads the topic from its earliest offsets" ;;
   esac

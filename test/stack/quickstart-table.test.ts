@@ -15,6 +15,7 @@ import { spawnSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { DeleteObjectsCommand, ListObjectsV2Command, S3Client } from '@aws-sdk/client-s3';
 import { RdKafka } from '@confluentinc/kafka-javascript';
+import type { RestCatalog } from '../../src/commit/rest/catalog.ts';
 import { appendFiles, createTable } from '../../src/commit/table-ops.ts';
 import { ConfluentKafkaAdmin } from '../../src/consume/confluent/index.ts';
 import type { Schema } from '../../src/iceberg/types.ts';
@@ -24,6 +25,8 @@ import { harness, ident, writeRows } from '../helpers/tables.ts';
 
 const root = fileURLToPath(new URL('../..', import.meta.url));
 const SCHEMA: Schema = { schemaId: 0, fields: [{ id: 1, name: 'id', required: true, type: { kind: 'long' } }] };
+/** The catalog's entry, loadable or not (a table whose metadata is gone does not "exist" to a load). */
+const listed = async (catalog: RestCatalog, ns: string): Promise<string[]> => (await catalog.listTables([ns])).map((i) => i.name);
 
 /** Runs quickstart_table_check TABLE CONNECTOR as scripts/quickstart does (common.sh, endpoints.env). */
 function check(table: string, connector: string): { status: number; output: string } {
@@ -85,7 +88,7 @@ test('the quickstart starts afresh a table whose files are gone, and leaves a wh
     assert.equal(busy.status, 1, busy.output);
     assert.match(busy.output, new RegExp(`${table} is in the catalog but its files are gone from S3`));
     assert.match(busy.output, new RegExp(`the consumer group ${group} has members: a worker of this connector is running .*stop it .* Nothing was changed`));
-    assert.equal(await catalog.tableExists(id), true, 'the catalog entry is kept while a worker runs');
+    assert.deepEqual(await listed(catalog, ns), ['orders'], 'the catalog entry is kept while a worker runs');
   } finally {
     await new Promise<void>((resolve) => member.disconnect(() => resolve()));
   }
@@ -96,7 +99,7 @@ test('the quickstart starts afresh a table whose files are gone, and leaves a wh
   assert.match(broken.output, new RegExp(`${table} is in the catalog but its files are gone from S3 \\(.*${location}.*\\)`));
   assert.match(broken.output, new RegExp(`deleted the consumer group ${group} .*reads the topic again from its earliest offsets`));
   assert.match(broken.output, new RegExp(`dropped the catalog entry of ${table}`));
-  assert.equal(await catalog.tableExists(id), false, 'the broken catalog entry is gone: the worker auto-creates the table');
+  assert.deepEqual(await listed(catalog, ns), [], 'the broken catalog entry is gone: the worker auto-creates the table');
   const fresh = await ConfluentKafkaAdmin.connect({ settings });
   t.after(() => fresh.close());
   assert.deepEqual(await fresh.groupOffsets(group, topic), [], 'the group has no offsets: the worker starts at the earliest');
