@@ -14,15 +14,28 @@
 # is dropped and recreated"). `icefloe positions --adopt` is for a table that still loads (rolled back,
 # or written by others first), not for one whose metadata is gone.
 
+# qs_kafka_java MAIN ARGS...: one of Kafka's own tools (the stack's Kafka jars on its Java 17).
+qs_kafka_java() {
+  "$ICEFLOE_JAVA17" -XX:+UseSerialGC -XX:TieredStopAtLevel=1 \
+    -Dlog4j2.configurationFile="$ICEFLOE_ROOT/infra/kafka/log4j2.properties" -Dicefloe.kafka.log=/dev/null \
+    -cp "$ICEFLOE_KAFKA_HOME/lib/*" "$@"
+}
+
+# qs_topic_events TOPIC: how many records the topic holds (end minus start offsets, every partition).
+qs_topic_events() {
+  local earliest latest
+  earliest=$(qs_kafka_java org.apache.kafka.tools.GetOffsetShell --bootstrap-server "$ICEFLOE_KAFKA_BOOTSTRAP" --topic "$1" --time -2 2>/dev/null) || return 1
+  latest=$(qs_kafka_java org.apache.kafka.tools.GetOffsetShell --bootstrap-server "$ICEFLOE_KAFKA_BOOTSTRAP" --topic "$1" --time -1 2>/dev/null) || return 1
+  { echo "$earliest" | awk -F: '{ s -= $3 } END { print s + 0 }'; echo "$latest" | awk -F: '{ s += $3 } END { print s + 0 }'; } | awk '{ s += $1 } END { print s }'
+}
+
 qs_json() { "$ICEFLOE_PYTHON" -c 'import json, sys; v = json.loads(sys.argv[1]).get(sys.argv[2], ""); print(v if isinstance(v, str) else json.dumps(v))' "$1" "$2"; }
 
 # qs_delete_group GROUP: deletes the consumer group with Kafka's own tool; prints what happened
 # (deleted | absent), or fails naming the cause (a running worker: the group has members).
 qs_delete_group() {
   local group=$1 out
-  out=$("$ICEFLOE_JAVA17" -XX:+UseSerialGC -XX:TieredStopAtLevel=1 \
-    -Dlog4j2.configurationFile="$ICEFLOE_ROOT/infra/kafka/log4j2.properties" -Dicefloe.kafka.log=/dev/null \
-    -cp "$ICEFLOE_KAFKA_HOME/lib/*" org.apache.kafka.tools.consumer.group.ConsumerGroupCommand \
+  out=$(qs_kafka_java org.apache.kafka.tools.consumer.group.ConsumerGroupCommand \
     --bootstrap-server "$ICEFLOE_KAFKA_BOOTSTRAP" --delete --group "$group" 2>&1) || true
   case "$out" in
     *"was successful"*) echo deleted ;;
@@ -33,10 +46,12 @@ qs_delete_group() {
   esac
 }
 
-# quickstart_table_check TABLE CONNECTOR: says whether TABLE is whole; repairs it as above if its files
-# are gone, printing exactly what it did.
+# quickstart_table_check TABLE CONNECTOR TOPIC: says whether TABLE is whole; repairs it as above if its
+# files are gone, printing exactly what it did. Sets QS_REREAD to the number of records already in TOPIC
+# that the worker will read again (0 unless it repaired), so the caller waits for those too.
 quickstart_table_check() {
-  local table=$1 connector=$2 group="connect-$2" out state
+  local table=$1 connector=$2 topic=$3 group="connect-$2" out state
+  QS_REREAD=0
   out=$("$ICEFLOE_PYTHON" "$ICEFLOE_ROOT/scripts/lib/quickstart_table.py" check "$table") \
     || die "checking the Iceberg table $table failed (see above)"
   state=$(qs_json "$out" state)
@@ -49,9 +64,10 @@ quickstart_table_check() {
   log "$table is in the catalog but its files are gone from S3 ($(qs_json "$out" reason)): every task would fail to load it. Its rows are lost; the topic still holds the events. Starting $table afresh from the topic:"
   local group_result
   group_result=$(qs_delete_group "$group") || exit 1   # it died (in the subshell) naming the cause
+  QS_REREAD=$(qs_topic_events "$topic") || die "reading the offsets of topic $topic failed"
   case "$group_result" in
-    deleted) log "  deleted the consumer group $group (its offsets lay past the lost rows): the worker reads the topic again from its earliest offsets" ;;
-    absent) log "  the consumer group $group does not exist: the worker reads the topic from its earliest offsets" ;;
+    deleted) log "  deleted the consumer group $group (its offsets lay past the lost rows): the worker reads the $QS_REREAD records of topic $topic again, from its earliest offsets" ;;
+    absent) log "  the consumer group $group does not exist: the worker reads the $QS_REREAD records of topic $topic from its earliest offsets" ;;
   esac
   "$ICEFLOE_PYTHON" "$ICEFLOE_ROOT/scripts/lib/quickstart_table.py" drop "$table" >/dev/null \
     || die "dropping the catalog entry of $table failed (see above)"

@@ -28,11 +28,11 @@ const SCHEMA: Schema = { schemaId: 0, fields: [{ id: 1, name: 'id', required: tr
 /** The catalog's entry, loadable or not (a table whose metadata is gone does not "exist" to a load). */
 const listed = async (catalog: RestCatalog, ns: string): Promise<string[]> => (await catalog.listTables([ns])).map((i) => i.name);
 
-/** Runs quickstart_table_check TABLE CONNECTOR as scripts/quickstart does (common.sh, endpoints.env). */
-function check(table: string, connector: string): { status: number; output: string } {
+/** Runs quickstart_table_check TABLE CONNECTOR TOPIC as scripts/quickstart does (common.sh, endpoints.env). */
+function check(table: string, connector: string, topic: string): { status: number; output: string } {
   const env: NodeJS.ProcessEnv = { ...process.env, ICEFLOE_RUN: stackEndpoints().run };
-  const script = 'source scripts/lib/common.sh && set -a && source "$ICEFLOE_RUN/endpoints.env" && set +a && source scripts/lib/quickstart-table.sh && quickstart_table_check "$0" "$1"';
-  const r = spawnSync('bash', ['-c', script, table, connector], { cwd: root, env, encoding: 'utf8', timeout: 120_000 });
+  const script = 'source scripts/lib/common.sh && set -a && source "$ICEFLOE_RUN/endpoints.env" && set +a && source scripts/lib/quickstart-table.sh && quickstart_table_check "$0" "$1" "$2"';
+  const r = spawnSync('bash', ['-c', script, table, connector, topic], { cwd: root, env, encoding: 'utf8', timeout: 120_000 });
   return { status: r.status ?? 1, output: `${r.stdout}\n${r.stderr}` };
 }
 
@@ -62,7 +62,7 @@ test('the quickstart starts afresh a table whose files are gone, and leaves a wh
   await admin.commitGroupOffsets(group, [{ topic, partition: 0, offset: 10n, metadata: null }]);
 
   // Whole: reported, nothing changed.
-  const whole = check(table, connector);
+  const whole = check(table, connector, topic);
   assert.equal(whole.status, 0, whole.output);
   assert.match(whole.output, new RegExp(`${table}: 1 snapshots, 1 data files, all in S3`));
   assert.equal(await catalog.tableExists(id), true);
@@ -84,7 +84,7 @@ test('the quickstart starts afresh a table whose files are gone, and leaves a wh
       await new Promise<void>((resolve) => member.consume(1, () => resolve()));
     }
     assert.ok((await admin.groupMembers(group)).length > 0, 'the stand-in worker joined the group');
-    const busy = check(table, connector);
+    const busy = check(table, connector, topic);
     assert.equal(busy.status, 1, busy.output);
     assert.match(busy.output, new RegExp(`${table} is in the catalog but its files are gone from S3`));
     assert.match(busy.output, new RegExp(`the consumer group ${group} has members: a worker of this connector is running .*stop it .* Nothing was changed`));
@@ -94,10 +94,10 @@ test('the quickstart starts afresh a table whose files are gone, and leaves a wh
   }
 
   // No worker: started afresh, each step printed.
-  const broken = check(table, connector);
+  const broken = check(table, connector, topic);
   assert.equal(broken.status, 0, broken.output);
   assert.match(broken.output, new RegExp(`${table} is in the catalog but its files are gone from S3 \\(.*${location}.*\\)`));
-  assert.match(broken.output, new RegExp(`deleted the consumer group ${group} .*reads the topic again from its earliest offsets`));
+  assert.match(broken.output, new RegExp(`deleted the consumer group ${group} .*the worker reads the 10 records of topic ${topic} again, from its earliest offsets`));
   assert.match(broken.output, new RegExp(`dropped the catalog entry of ${table}`));
   assert.deepEqual(await listed(catalog, ns), [], 'the broken catalog entry is gone: the worker auto-creates the table');
   const fresh = await ConfluentKafkaAdmin.connect({ settings });
@@ -105,7 +105,7 @@ test('the quickstart starts afresh a table whose files are gone, and leaves a wh
   assert.deepEqual(await fresh.groupOffsets(group, topic), [], 'the group has no offsets: the worker starts at the earliest');
 
   // And a table that does not exist is left to the worker.
-  const absent = check(table, connector);
+  const absent = check(table, connector, topic);
   assert.equal(absent.status, 0, absent.output);
   assert.match(absent.output, new RegExp(`${table} does not exist yet: the worker creates it`));
 });
