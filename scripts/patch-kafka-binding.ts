@@ -1,5 +1,7 @@
 /**
- * Keeps a null Kafka header value null in the Kafka client's native layer, then rebuilds the addon.
+ * Two fixes to the Kafka client's native layer, then a rebuild of the addon:
+ *
+ * 1. A null Kafka header value stays null.
  *
  * @confluentinc/kafka-javascript 1.10.1 turns every header value of a consumed record into a Buffer
  * (`src/common.cc`, ToV8Object: `Nan::Encode(value_string(), value_size(), BUFFER)`), so librdkafka's NULL
@@ -9,6 +11,15 @@
  * until it is there, this script applies it after `npm ci` (scripts/lib/toolchain.sh, the Dockerfile) and
  * rebuilds the addon from the patched source (seconds: only common.cc changes when the package was built
  * from source, as it is here; a full build when a prebuilt binary had been downloaded).
+ *
+ * 2. A group description that failed does not crash the process. DescribeConsumerGroups answers a group
+ * whose coordinator is not available yet (a fresh cluster creating __consumer_offsets, or a coordinator
+ * moving) with an error and a NULL partition assignor; FromConsumerGroupDescription hands that NULL to
+ * `Nan::New<v8::String>` (strlen(NULL)): SIGSEGV. The worker describes its connector's group at start
+ * (src/runtime/task-ids.ts), so the first worker on a fresh stack — the quickstart's — died with a
+ * segmentation fault most times (core: __strlen_evex ← NewFromUtf8 ← FromConsumerGroupDescription ←
+ * AdminClientDescribeGroups::HandleOKCallback). Patched, the description carries its error and an empty
+ * assignor, and the caller sees the error.
  *
  * Idempotent: a patched source is recognised by its marker and rebuilt only when the addon is older than
  * it. A source that no longer has the expected expression (another client version) fails loudly rather
@@ -21,15 +32,44 @@ import { execFileSync } from 'node:child_process';
 import { existsSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 
-const MARKER = 'icefloe: a NULL header value stays null';
-const ORIGINAL = `        Nan::Set(v8header, Nan::New<v8::String>(it->key()).ToLocalChecked(),
+interface Patch {
+  readonly what: string;
+  readonly marker: string;
+  readonly original: string;
+  readonly patched: string;
+  /** How often `original` occurs in an unpatched source. */
+  readonly occurrences: number;
+}
+
+const HEADER_MARKER = 'icefloe: a NULL header value stays null';
+const ASSIGNOR_MARKER = 'icefloe: a failed group description has no assignor';
+const PATCHES: readonly Patch[] = [
+  {
+    what: 'null header values',
+    marker: HEADER_MARKER,
+    original: `        Nan::Set(v8header, Nan::New<v8::String>(it->key()).ToLocalChecked(),
           Nan::Encode(it->value_string(),
-            it->value_size(), Nan::Encoding::BUFFER));`;
-const PATCHED = `        // ${MARKER} (librdkafka tells a null value from an empty one)
+            it->value_size(), Nan::Encoding::BUFFER));`,
+    patched: `        // ${HEADER_MARKER} (librdkafka tells a null value from an empty one)
         Nan::Set(v8header, Nan::New<v8::String>(it->key()).ToLocalChecked(),
           it->value() == NULL ? v8::Local<v8::Value>(Nan::Null()) :
           Nan::Encode(it->value_string(),
-            it->value_size(), Nan::Encoding::BUFFER));`;
+            it->value_size(), Nan::Encoding::BUFFER));`,
+    occurrences: 1,
+  },
+  {
+    what: 'failed group descriptions',
+    marker: ASSIGNOR_MARKER,
+    original: `           Nan::New<v8::String>(
+               rd_kafka_ConsumerGroupDescription_partition_assignor(desc))
+               .ToLocalChecked());`,
+    patched: `           Nan::New<v8::String>(  // ${ASSIGNOR_MARKER} (NULL then: no strlen(NULL))
+               rd_kafka_ConsumerGroupDescription_partition_assignor(desc) == NULL ? "" :
+               rd_kafka_ConsumerGroupDescription_partition_assignor(desc))
+               .ToLocalChecked());`,
+    occurrences: 2,
+  },
+];
 
 const pkg = join(resolve(process.argv[2] ?? 'node_modules'), '@confluentinc', 'kafka-javascript');
 const source = join(pkg, 'src', 'common.cc');
@@ -41,14 +81,16 @@ function fail(message: string): never {
 }
 
 if (!existsSync(source)) fail(`${source} not found: run npm ci first`);
-const text = readFileSync(source, 'utf8');
-if (!text.includes(MARKER)) {
-  const at = text.indexOf(ORIGINAL);
-  if (at < 0 || text.indexOf(ORIGINAL, at + 1) >= 0) {
-    fail(`${source} does not hold the expected header conversion exactly once: a new client version? Check whether it keeps null header values and update this script`);
+let text = readFileSync(source, 'utf8');
+for (const p of PATCHES) {
+  if (text.includes(p.marker)) continue;
+  const found = text.split(p.original).length - 1;
+  if (found !== p.occurrences) {
+    fail(`${source} holds the code this script patches for ${p.what} ${found} times, not ${p.occurrences}: a new client version? Check whether it still needs the fix and update this script`);
   }
-  writeFileSync(source, text.replace(ORIGINAL, PATCHED));
-  console.error('patch-kafka-binding: patched src/common.cc (null header values)');
+  text = text.replaceAll(p.original, p.patched);
+  writeFileSync(source, text);
+  console.error(`patch-kafka-binding: patched src/common.cc (${p.what})`);
 }
 
 if (existsSync(addon) && statSync(addon).mtimeMs > statSync(source).mtimeMs) process.exit(0);

@@ -27,6 +27,19 @@ export ICEFLOE_CACHE="${ICEFLOE_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/icefloe}"
 mkdir -p "$ICEFLOE_CACHE"
 
 log()  { printf '[%s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
+
+# When the user's command began: scripts/quickstart and scripts/test export it, so the steps of the
+# scripts they call (scripts/stack) count from there too.
+export ICEFLOE_T0="${ICEFLOE_T0:-$(date +%s)}"
+# elapsed: mm:ss since ICEFLOE_T0.
+elapsed() { local s=$(( $(date +%s) - ICEFLOE_T0 )); printf '%02d:%02d' $(( s / 60 )) $(( s % 60 )); }
+# step I N TEXT: one progress line, `[I/N mm:ss] TEXT…`: how far along, how long so far, what it does now.
+# Under a caller's step (ICEFLOE_STEP=I/N, exported by it), the line keeps the caller's counter in front:
+# `[2/7 01:12] stack 3/9: TEXT…`.
+step() {
+  if [ -n "${ICEFLOE_STEP:-}" ]; then printf '[%s %s] %s %s/%s: %s…\n' "$ICEFLOE_STEP" "$(elapsed)" "${STEP_WHO:-}" "$1" "$2" "$3" >&2
+  else printf '[%s/%s %s] %s…\n' "$1" "$2" "$(elapsed)" "$3" >&2; fi
+}
 die()  { printf 'error: %s\n' "$*" >&2; exit 1; }
 
 # mark_done DIR / is_done DIR: the idempotency marker of an install step.
@@ -97,12 +110,12 @@ pid_of() {
   [ -n "$p" ] && kill -0 "$p" 2>/dev/null && echo "$p"
 }
 
-# stop_pid NAME: TERM the recorded PID (and its process group), wait up to 20 s, then KILL.
+# stop_pid NAME [SECONDS]: TERM the recorded PID (and its process group), wait up to SECONDS (20), then KILL.
 stop_pid() {
-  local name=$1 p i
+  local name=$1 secs=${2:-20} p i
   p=$(pid_of "$name") || { rm -f "$ICEFLOE_RUN/pids/$name.pid"; return 0; }
   kill -TERM -- "-$p" 2>/dev/null || kill -TERM "$p" 2>/dev/null || true
-  for i in $(seq 1 40); do kill -0 "$p" 2>/dev/null || break; sleep 0.5; done
+  for i in $(seq 1 $(( secs * 2 ))); do kill -0 "$p" 2>/dev/null || break; sleep 0.5; done
   if kill -0 "$p" 2>/dev/null; then
     log "$name (pid $p) did not stop on TERM: killing"
     kill -KILL -- "-$p" 2>/dev/null || kill -KILL "$p" 2>/dev/null || true

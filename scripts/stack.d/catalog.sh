@@ -14,6 +14,9 @@ catalog_timeout=60
 catalog_home() { echo "$ICEFLOE_CACHE/iceberg-rest-$ICEBERG_VERSION"; }
 catalog_url() { echo "http://127.0.0.1:$CATALOG_PORT"; }
 
+catalog_what() { echo "installing the Iceberg REST catalog $ICEBERG_VERSION (jars from Maven Central)"; }
+catalog_installed() { is_done "$(catalog_home)"; }
+
 catalog_install() {
   local i=org.apache.iceberg
   maven_copy_deps "$(catalog_home)" \

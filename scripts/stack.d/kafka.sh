@@ -7,6 +7,9 @@ kafka_timeout=90
 
 kafka_home() { echo "$ICEFLOE_CACHE/kafka-$KAFKA_VERSION"; }
 
+kafka_what() { echo "installing Apache Kafka $KAFKA_VERSION (jars from Maven Central, run on Java 17)"; }
+kafka_installed() { is_done "$(kafka_home)"; }
+
 kafka_install() {
   [ -x "$(java17)" ] || die "Java 17 not found at $(java17) (apt package openjdk-17-jre-headless)"
   # The Maven POMs leave the logging back end out (Kafka's tarball adds it), hence log4j here; they

@@ -4,10 +4,13 @@
 # extensions come from PyPI wheels and are installed into an extension directory inside the venv, so
 # nothing reaches for extensions.duckdb.org at test time (readers set autoinstall_known_extensions=false).
 #
-# The third reader, Apache Spark (test/readers/read_spark.py), gets its own venv (pyspark only: it
-# bundles Spark's jars, ~450 MB, and wants nothing of the readers venv) and Iceberg's Spark runtime plus
-# the AWS bundle from Maven Central, both under $ICEFLOE_CACHE/spark-<pyspark>-iceberg-<iceberg>/. The
-# jars are handed to Spark as spark.jars (never Ivy's spark.jars.packages), run on Java 17.
+# The third reader, Apache Spark (test/readers/read_spark.py), is the install-only entry `spark`: its own
+# venv (pyspark only: it bundles Spark's jars, ~450 MB, and wants nothing of the readers venv) and
+# Iceberg's Spark runtime plus the AWS bundle from Maven Central, both under
+# $ICEFLOE_CACHE/spark-<pyspark>-iceberg-<iceberg>/. The jars are handed to Spark as spark.jars (never
+# Ivy's spark.jars.packages), run on Java 17. Only tests use it: `scripts/stack up --no-spark` (the
+# quickstart, which reads with DuckDB) skips it and records that in $ICEFLOE_RUN/no-spark, so the
+# readers count as ready without it; a later `up` without the flag installs it.
 
 readers_pins() {
   printf '%s\n' \
@@ -46,14 +49,13 @@ assert {"iceberg", "httpfs", "avro"} <= loaded, loaded
 EOF
 }
 
-readers_install() {
-  readers_install_venv
-  spark_install
-}
+readers_what() { echo "installing the Python readers venv (PyPI: moto, PyIceberg, DuckDB $DUCKDB_VERSION + extensions)"; }
+readers_installed() { is_done "$(readers_venv)" && "$(readers_python)" -c 'import pyiceberg, duckdb, moto' 2>/dev/null; }
+readers_install() { readers_install_venv; }
 
 readers_install_venv() {
   local dir; dir=$(readers_venv)
-  if is_done "$dir" && "$dir/bin/python" -c 'import pyiceberg, duckdb, moto' 2>/dev/null; then return 0; fi
+  readers_installed && return 0
   command -v python3 >/dev/null || die "python3 not found (apt packages python3 python3-venv)"
   log "creating the readers venv $dir (moto, PyIceberg, DuckDB $DUCKDB_VERSION + extensions)"
   rm -rf "$dir"
@@ -73,13 +75,16 @@ EOF
   mark_done "$dir"
 }
 
+# Spark too, unless this stack was brought up without it (--no-spark).
 readers_ready() {
   local dir; dir=$(readers_venv)
-  is_done "$dir" && "$dir/bin/python" -c 'import pyiceberg, duckdb' 2>/dev/null && spark_ready
+  is_done "$dir" && "$dir/bin/python" -c 'import pyiceberg, duckdb' 2>/dev/null && { spark_ready || spark_skipped; }
 }
 
 readers_describe() {
-  echo "Python venv $(readers_venv) (PyIceberg $PYICEBERG_VERSION, DuckDB $DUCKDB_VERSION + iceberg/httpfs/avro, moto $MOTO_VERSION); Spark $PYSPARK_VERSION + Iceberg runtime in $(spark_home)"
+  local spark="Spark $PYSPARK_VERSION + Iceberg runtime in $(spark_home)"
+  if ! spark_ready && spark_skipped; then spark="no Spark (up --no-spark; scripts/stack up installs it)"; fi
+  echo "Python venv $(readers_venv) (PyIceberg $PYICEBERG_VERSION, DuckDB $DUCKDB_VERSION + iceberg/httpfs/avro, moto $MOTO_VERSION); $spark"
 }
 
 readers_env() {
@@ -100,6 +105,11 @@ spark_python() { echo "$(spark_venv)/bin/python"; }
 spark_jardir() { echo "$(spark_home)/jars/lib"; }
 # The jars as spark.jars wants them: a comma-separated list of paths.
 spark_jars() { find "$(spark_jardir)" -maxdepth 1 -name '*.jar' 2>/dev/null | sort | paste -sd, -; }
+
+# This stack was brought up with --no-spark (the quickstart): Spark is not required.
+spark_skipped() { [ -f "$ICEFLOE_RUN/no-spark" ]; }
+spark_what() { echo "installing the Spark reader (PyPI pyspark $PYSPARK_VERSION, Iceberg's Spark runtime from Maven Central)"; }
+spark_installed() { spark_ready; }
 
 spark_install() {
   local i=org.apache.iceberg venv; venv=$(spark_venv)

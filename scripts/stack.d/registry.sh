@@ -6,6 +6,9 @@ registry_timeout=120
 
 registry_home() { echo "$ICEFLOE_CACHE/apicurio-$APICURIO_VERSION"; }
 
+registry_what() { echo "installing Apicurio Registry $APICURIO_VERSION (the app archive from Maven Central)"; }
+registry_installed() { is_done "$(registry_home)"; }
+
 registry_install() {
   local dir; dir=$(registry_home)
   is_done "$dir" && return 0

@@ -262,8 +262,23 @@ export class ConfluentKafkaAdmin implements KafkaAdmin, GroupInspector {
     void withTimeout(new Promise<void>((resolve) => consumer.disconnect(() => resolve())), TIMEOUT_MS, '').catch(() => undefined);
   }
 
-  /** DescribeGroups: the live members (a dead one stays until its session times out). */
+  /**
+   * DescribeGroups: the live members (a dead one stays until its session times out). A coordinator that
+   * is loading or moving (COORDINATOR_LOAD_IN_PROGRESS on a fresh cluster, whose __consumer_offsets is
+   * being created: the first worker on a new stack) is retried for up to 10 s, as in groupOffsets.
+   */
   async groupMembers(groupId: string): Promise<GroupMemberInfo[]> {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await this.#describeGroupMembers(groupId);
+      } catch (e) {
+        if (!(e instanceof RetriableError) || attempt >= 40) throw e;
+        await new Promise((resolve) => setTimeout(resolve, 250));
+      }
+    }
+  }
+
+  async #describeGroupMembers(groupId: string): Promise<GroupMemberInfo[]> {
     const got = await this.#call<RdKafka.GroupDescriptions>((cb) => this.#admin.describeGroups([groupId], { timeout: TIMEOUT_MS }, cb));
     const g = got.groups.find((d) => d.groupId === groupId);
     if (g === undefined) throw new RetriableError(`Kafka admin: no description for group ${groupId}`);
