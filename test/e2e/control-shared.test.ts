@@ -6,7 +6,7 @@
  * before and while the connector runs. Those are ignored and counted (log line), and every produced
  * source record (topic, partition, offset) lands exactly once. Then a future-version record under this
  * connector's own key stops its table with the reason `unsupported-control-version`, and nothing produced
- * after it is committed.
+ * after it is committed; its only task FAILED for good, the worker exits 1 with a summary naming it.
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
@@ -14,7 +14,7 @@ import { ConfluentKafkaAdmin } from '../../src/consume/confluent/index.ts';
 import { assertExactlyOnce } from '../helpers/exactly-once.ts';
 import { apacheSinkLikeEvent, futureVersionRecord, garbageRecord, otherConnectorAnnouncement, produceBulk } from '../helpers/foreign-control.ts';
 import { kafkaSettings, sleep, unique } from '../helpers/kafka.ts';
-import { committedRecords, e2eResources, PROCESS_WORKER, produceOrders, sinkConnector, stopWorker, uniqueIdent, waitCommitted } from '../helpers/sink-e2e.ts';
+import { committedRecords, e2eResources, PROCESS_WORKER, produceOrders, sinkConnector, uniqueIdent, waitCommitted } from '../helpers/sink-e2e.ts';
 import { startWorker } from '../helpers/worker.ts';
 import type { WorkerProcess } from '../helpers/worker.ts';
 
@@ -82,6 +82,8 @@ test('a control topic shared with other products and connectors: their records a
   assert.match(String(line['reason']), /newer Icefloe .*upgrade this worker/);
   await sleep(5_000);
   assert.equal(committedRecords(worker, table), 3_000, 'nothing after our unreadable record is committed');
-  await stopWorker(worker);
+  // Its one table stopped, so its task FAILED for good: the standalone worker ends by itself (issue 11).
+  assert.equal(await worker.exited, '1', 'the worker exits 1 by itself');
+  assert.ok(worker.lines.some((l) => l.startsWith(`  connector ${connector} task 0: `) && l.includes('unsupported-control-version')), `the summary names the task and why; got:\n${worker.lines.slice(-8).join('\n')}`);
   await assertExactlyOnce(table, [...first.coords, ...second.coords]);
 });
