@@ -1,11 +1,13 @@
 /**
- * A real Kafka Connect REST client from a package registry, driven from Node tests: the Java library
- * org.sourcelab:kafka-connect-client (Maven Central; AKHQ's Connect client) through
- * test/clients/sourcelab/Driver.java, one JVM per client, one JSON command and answer a line. Every call
- * goes through the library's own API, so an answer is what that library made of the server's response:
- * `ok: false` carries the exception it threw (a status it rejected, a body it could not parse).
+ * Real Kafka Connect REST clients from package registries, driven from Node tests, one process per client,
+ * one JSON command and one JSON answer a line (test/clients/*):
+ * - `sourcelab`: the Java library org.sourcelab:kafka-connect-client (Maven Central; AKHQ's Connect
+ *   client) through test/clients/sourcelab/Driver.java;
+ * - `kafka-connect-py`: the PyPI client through test/clients/kafka-connect-py/driver.py.
+ * Every call goes through the library's own API, so an answer is what that library made of the server's
+ * response: `ok: false` carries what it threw (a status it rejected, a body it could not parse).
  *
- * The library's jars are installed by scripts/stack.d/clients.sh (`scripts/stack up`); test/clients/install
+ * The clients are installed by scripts/stack.d/clients.sh (`scripts/stack up`); test/clients/install
  * installs them here too when the stack was brought up before that entry existed.
  */
 import { execFile, spawn } from 'node:child_process';
@@ -14,7 +16,10 @@ import { fileURLToPath } from 'node:url';
 import { stackEndpoints } from './stack.ts';
 
 const INSTALL = fileURLToPath(new URL('../clients/install', import.meta.url));
-const DRIVER = fileURLToPath(new URL('../clients/sourcelab/Driver.java', import.meta.url));
+const JAVA_DRIVER = fileURLToPath(new URL('../clients/sourcelab/Driver.java', import.meta.url));
+const PY_DRIVER = fileURLToPath(new URL('../clients/kafka-connect-py/driver.py', import.meta.url));
+
+export type ClientKind = 'sourcelab' | 'kafka-connect-py';
 
 export type ClientOp =
   | 'version' | 'list' | 'expanded' | 'plugins'
@@ -35,30 +40,44 @@ export interface ClientAnswer {
   readonly error?: { readonly type: string; readonly message: string; readonly errorCode?: number };
 }
 
-/** The status as the library's ConnectorStatus DTO holds it (snake_case, as the driver writes it). */
+/** A connector status as the clients return it (Connect's snake_case JSON; sourcelab: its ConnectorStatus DTO). */
 export interface ClientStatus {
   readonly name: string;
   readonly type: string;
   readonly connector: { readonly state: string; readonly worker_id?: string; readonly trace?: string };
-  readonly tasks: readonly { readonly id: number; readonly state: string; readonly worker_id: string | null; readonly trace: string | null }[];
+  readonly tasks: readonly { readonly id: number; readonly state: string; readonly worker_id?: string | null; readonly trace?: string | null }[];
 }
 
-let libDir: Promise<string> | undefined;
+interface Installed {
+  /** The sourcelab library's jars. */
+  readonly sourcelabLib: string;
+  /** The venv python with kafka-connect-py. */
+  readonly python: string;
+}
 
-/** Where the library's jars are: installs them first if needed (idempotent; ~10 s from an empty cache). */
-export function sourcelabLib(): Promise<string> {
-  libDir ??= new Promise((resolve, reject) => {
+let installed: Promise<Installed> | undefined;
+
+/** Where the clients are: installs them first if needed (idempotent; ~15 s from an empty cache). */
+export function installedClients(): Promise<Installed> {
+  installed ??= new Promise((resolve, reject) => {
     execFile('bash', [INSTALL], { timeout: 300_000, env: { ...process.env, ICEFLOE_RUN: stackEndpoints().run } }, (err, stdout, stderr) => {
       if (err !== null) return reject(new Error(`test/clients/install failed: ${stderr || err.message}`, { cause: err }));
-      const m = /^ICEFLOE_CONNECT_CLIENT_SOURCELAB_LIB=(.+)$/m.exec(stdout);
-      if (m?.[1] === undefined) return reject(new Error(`test/clients/install printed no ICEFLOE_CONNECT_CLIENT_SOURCELAB_LIB: ${stdout}`));
-      resolve(m[1]);
+      const value = (key: string): string => {
+        const m = new RegExp(`^${key}=(.+)$`, 'm').exec(stdout);
+        if (m?.[1] === undefined) throw new Error(`test/clients/install printed no ${key}: ${stdout}`);
+        return m[1];
+      };
+      try {
+        resolve({ sourcelabLib: value('ICEFLOE_CONNECT_CLIENT_SOURCELAB_LIB'), python: value('ICEFLOE_CONNECT_CLIENT_PYTHON') });
+      } catch (e) {
+        reject(e as Error);
+      }
     });
   });
-  return libDir;
+  return installed;
 }
 
-export class SourcelabClient {
+export class ConnectClient {
   /** Every command sent and the answer it got, in order: the test's record of what the client saw. */
   readonly transcript: { command: ClientCommand; answer: ClientAnswer }[] = [];
   private readonly pending: ((line: string) => void)[] = [];
@@ -86,12 +105,15 @@ export class SourcelabClient {
     this.exited = new Promise((res) => child.on('exit', (code, signal) => res(signal ?? String(code))));
   }
 
-  /** Starts the driver against `url` (e.g. http://127.0.0.1:8083). */
-  static async start(url: string): Promise<SourcelabClient> {
-    const lib = await sourcelabLib();
-    // The JDK's single-file source launcher compiles the driver in memory (~2 s): nothing compiled is kept.
-    const child = spawn(stackEndpoints().java17, ['-Xmx128m', '-XX:TieredStopAtLevel=1', '-cp', `${lib}/*`, DRIVER, url], { stdio: ['pipe', 'pipe', 'pipe'] });
-    return new SourcelabClient(child);
+  /** Starts a client's driver against `url` (e.g. http://127.0.0.1:8083). */
+  static async start(kind: ClientKind, url: string): Promise<ConnectClient> {
+    const where = await installedClients();
+    const child =
+      kind === 'sourcelab'
+        ? // The JDK's single-file source launcher compiles the driver in memory (~1 s): nothing compiled is kept.
+          spawn(stackEndpoints().java17, ['-Xmx128m', '-XX:TieredStopAtLevel=1', '-cp', `${where.sourcelabLib}/*`, JAVA_DRIVER, url], { stdio: ['pipe', 'pipe', 'pipe'] })
+        : spawn(where.python, [PY_DRIVER, url], { stdio: ['pipe', 'pipe', 'pipe'] });
+    return new ConnectClient(child);
   }
 
   /** Sends one command and waits for its answer (calls are sequential: one at a time). */
