@@ -174,7 +174,7 @@ export class StandaloneHerder implements HerderApi {
     const worker_id = this.d.workerId();
     const status = this.d.worker.status().find((s) => s.name === name);
     if (status === undefined) {
-      const state: ConnectorRunState = e.startFailure !== undefined ? 'FAILED' : e.target === 'STOPPED' ? 'STOPPED' : 'UNASSIGNED';
+      const state: ConnectorRunState = e.restarting.has('connector') ? 'RESTARTING' : e.startFailure !== undefined ? 'FAILED' : e.target === 'STOPPED' ? 'STOPPED' : 'UNASSIGNED';
       return { name, connector: { state, worker_id, ...(e.startFailure === undefined ? {} : { trace: e.startFailure }) }, tasks: [], type: 'sink' };
     }
     const why = connectorWhy(status);
@@ -408,12 +408,12 @@ export class StandaloneHerder implements HerderApi {
     const e = this.entries.get(name);
     const runs = worker.running().includes(name);
     if (e === undefined || e.target === 'STOPPED') {
-      if (runs) await worker.stopConnector(name);
+      if (runs) await this.stopRunning(name, e);
       if (e !== undefined) e.runningConfig = undefined;
       return;
     }
     if (runs && e.runningConfig !== key(e.config)) {
-      await worker.stopConnector(name);
+      await this.stopRunning(name, e);
       await this.startConnector(name, e);
       return;
     }
@@ -423,6 +423,12 @@ export class StandaloneHerder implements HerderApi {
     }
     if (e.target === 'PAUSED') worker.pause(name);
     else worker.resume(name);
+  }
+
+  /** Stops the running connector, keeping its active topics (Connect keeps them until a reset). */
+  private async stopRunning(name: string, e: Entry | undefined): Promise<void> {
+    for (const t of this.d.worker.topics(name)) e?.topics.add(t);
+    await this.d.worker.stopConnector(name);
   }
 
   private async startConnector(name: string, e: Entry): Promise<void> {
