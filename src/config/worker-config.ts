@@ -166,6 +166,8 @@ export const WORKER_CONFIG_DEF: ConfigDef = new ConfigDef()
     doc: 'Extra properties of the worker\'s default catalog, in the iceberg.catalog.* vocabulary (`s3.endpoint`, `s3.access-key-id`, `s3.secret-access-key`, `client.region`, `token`, `jdbc.user`, `jdbc.password`).' })
   .define({ name: 'icefloe.tasks.mode', type: 'STRING', default: 'process', importance: 'MEDIUM', group: G_ICEFLOE, validator: validators.oneOf(['process', 'in-process']),
     doc: 'Run each task as a child process (N tasks use N cores; the native Kafka client does not load in worker threads) or all tasks in the worker process (one core; simplest to debug).' })
+  .define({ name: 'icefloe.connectors.file', type: 'STRING', default: 'icefloe-data/connectors.json', importance: 'MEDIUM', group: G_ICEFLOE, validator: validators.nonEmpty(),
+    doc: 'Where the standalone worker keeps the connectors created, reconfigured, paused or stopped through the REST API (relative to the working directory), so that they survive a restart; configs are kept as submitted (`${...}` placeholders unresolved), the file readable by its owner only. Connectors given on the command line are added to it (or updated, keeping their stored state).' })
   .define({ name: 'icefloe.tasks.id-offset', type: 'INT', default: '0', importance: 'LOW', group: G_ICEFLOE, validator: validators.range(0),
     doc: 'Added to the task numbers of every connector this worker runs (task ids `<offset>..<offset>+tasks.max-1`, so transactional ids `<prefix><connector>-<id>`): several standalone workers sharing one connector give each a different offset so their tasks stay distinct members rather than fencing each other by transactional.id.' })
   .define({ name: 'icefloe.log.format', type: 'STRING', default: 'auto', importance: 'LOW', group: G_ICEFLOE, validator: validators.oneOf(LOG_FORMATS),
@@ -204,6 +206,8 @@ export interface WorkerConfig {
   readonly tasksMode: 'process' | 'in-process';
   /** Added to each connector's task numbers (several standalone workers on one connector use distinct ids). */
   readonly taskIdOffset: number;
+  /** icefloe.connectors.file, absolute: the standalone herder's connector store. */
+  readonly connectorsFile: string;
   /** task.shutdown.graceful.timeout.ms: how long stopping tasks may take in all before they are killed. */
   readonly taskShutdownTimeoutMs: number;
   /** icefloe.log.format (app.ts resolves `auto` and ICEFLOE_LOG_FORMAT: core/log-format.ts). */
@@ -318,6 +322,7 @@ function buildWorker(p: ParsedConfig, options: WorkerParseOptions): WorkerConfig
     defaultCatalogProps: defaultCatalogProps === undefined ? undefined : safeProps(defaultCatalogProps, 'iceberg.catalog.'),
     tasksMode: p.string('icefloe.tasks.mode') === 'in-process' ? 'in-process' : 'process',
     taskIdOffset: p.number('icefloe.tasks.id-offset') ?? 0,
+    connectorsFile: resolvePath(options.baseDir, p.string('icefloe.connectors.file') ?? 'icefloe-data/connectors.json'),
     taskShutdownTimeoutMs: p.number('task.shutdown.graceful.timeout.ms') ?? 30_000,
     logFormat: LOG_FORMATS.find((f) => f === p.string('icefloe.log.format')) ?? 'auto',
     secretKeys: p.secretKeys(),

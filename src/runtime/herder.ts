@@ -19,7 +19,7 @@
  * Owns: stored configs, target states, the reconcile loop, the status a user reads. Must not: speak HTTP
  * (src/rest/) or build adapters (app.ts).
  */
-import { errorMessage, RequestRefused } from '../core/errors.ts';
+import { ConfigError, errorMessage, RequestRefused } from '../core/errors.ts';
 import type { Logger } from '../core/log.ts';
 import type { ConnectorConfig } from '../config/connector-config.ts';
 import type {
@@ -97,6 +97,7 @@ interface Entry {
   target: TargetState;
   /** Why the connector could not start (its status is FAILED with this trace until it starts). */
   startFailure: string | undefined;
+  startError?: unknown;
   /** The config the running connector was started with (a different stored one restarts it). */
   runningConfig: string | undefined;
   /** Instances a restart request marked RESTARTING (`connector`, task ids) until done. */
@@ -130,7 +131,13 @@ export class StandaloneHerder implements HerderApi {
     for (const s of this.d.store.load()) this.entries.set(s.name, this.newEntry(s.config, s.target));
     for (const config of commandLine) {
       const name = config['name'] ?? '';
-      this.d.parse(config); // a bad file fails the worker's start, as connect-standalone does
+      try {
+        this.d.parse(config);
+      } catch (err) {
+        // A bad file fails the worker's start, as connect-standalone does: a configuration error.
+        if (!(err instanceof RequestRefused)) throw err;
+        throw err.cause instanceof ConfigError ? err.cause : new ConfigError(err.message, { cause: err, context: { connector: name } });
+      }
       const e = this.entries.get(name);
       if (e === undefined) this.entries.set(name, this.newEntry(config, 'STARTED'));
       else e.config = config;
@@ -138,6 +145,11 @@ export class StandaloneHerder implements HerderApi {
     this.save();
     await Promise.all([...this.entries.keys()].map((n) => this.reconcile(n)));
     this.started = true;
+  }
+
+  /** The connectors that could not start, with the error (the standalone command's --exit-on-failure). */
+  startFailures(): readonly { readonly name: string; readonly error: unknown }[] {
+    return [...this.entries].filter(([, e]) => e.startFailure !== undefined).map(([name, e]) => ({ name, error: e.startError }));
   }
 
   /** Stops every connector (their last cycles commit); the stored state stays as it is. */
@@ -439,6 +451,7 @@ export class StandaloneHerder implements HerderApi {
       e.runningConfig = key(e.config);
     } catch (err) {
       e.startFailure = err instanceof Error ? (err.stack ?? err.message) : String(err);
+      e.startError = err;
       log.error(`connector ${name} failed to start: ${errorMessage(err)}`, { fix: 'fix the cause, then POST /connectors/' + name + '/restart or PUT a new config' });
     }
   }
