@@ -37,6 +37,7 @@ export const ROUTING_TEXT: Readonly<Record<number, string>> = {
   404: 'HTTP 404 Not Found',
   405: 'HTTP 405 Method Not Allowed',
   415: 'HTTP 415 Unsupported Media Type',
+  400: 'HTTP 400 Bad Request',
 };
 
 /**
@@ -76,18 +77,29 @@ function scalarText(v: unknown): string | undefined {
   return undefined;
 }
 
-function kindOf(v: unknown): string {
-  return Array.isArray(v) ? 'an array' : v === null ? 'null' : typeof v === 'object' ? 'an object' : typeof v;
+/** Jackson's token name for a value that is not what the entity wants. */
+function token(v: unknown): string {
+  return Array.isArray(v) ? 'Array value (token `JsonToken.START_ARRAY`)' : v instanceof NumberText ? 'Number value' : typeof v === 'object' && v !== null ? 'Object value (token `JsonToken.START_OBJECT`)' : `${typeof v} value`;
+}
+
+/**
+ * A body that Jackson cannot bind (an array where Connect wants a map, an object where it wants a
+ * string): Connect registers no mapper for these, so a real worker answers 500 with Jackson's text
+ * (observed on 4.3.1: docs/design/rest-conformance.md). Ours names the field the same way.
+ */
+export function unbindable(javaType: string, value: unknown, field: string | undefined): RequestRefused {
+  const where = field === undefined ? '' : ` (through reference chain: ["${field}"])`;
+  return new RequestRefused('failed', `Cannot deserialize value of type \`${javaType}\` from ${token(value)}${where}`);
 }
 
 /**
  * A config map (`Map<String, String>` in Connect): every value a string, JSON numbers and booleans as
- * their text, `null` kept (PUT/POST refuse it, PATCH deletes with it). A nested object or array is a
- * 400: Connect configs are flat strings.
+ * their text, `null` kept (PUT/POST refuse it, PATCH deletes with it). A nested object or array, or a
+ * body that is no object, is Jackson's 500 as on a real worker: Connect configs are flat strings.
  */
-export function configMap(value: unknown, what = 'The connector configuration'): Record<string, string | null> {
+export function configMap(value: unknown): Record<string, string | null> {
   if (typeof value !== 'object' || value === null || Array.isArray(value) || value instanceof NumberText) {
-    throw new RequestRefused('bad-request', `${what} must be a JSON object of string values, not ${value instanceof NumberText ? 'a number' : kindOf(value)}`);
+    throw unbindable('java.util.LinkedHashMap<java.lang.String,java.lang.String>', value, undefined);
   }
   const out: Record<string, string | null> = {};
   for (const [k, v] of Object.entries(value as Record<string, unknown>)) {
@@ -96,9 +108,7 @@ export function configMap(value: unknown, what = 'The connector configuration'):
       continue;
     }
     const text = scalarText(v);
-    if (text === undefined) {
-      throw new RequestRefused('bad-request', `The value of ${k} must be a string, a number or a boolean (Connect configs are flat strings), not ${kindOf(v)}`);
-    }
+    if (text === undefined) throw unbindable('java.lang.String', v, k);
     out[k] = text;
   }
   return out;
@@ -131,29 +141,34 @@ export function stringField(obj: Readonly<Record<string, unknown>>, key: string)
   const v = obj[key];
   if (v === undefined || v === null) return undefined;
   const text = scalarText(v);
-  if (text === undefined) throw new RequestRefused('bad-request', `"${key}" must be a string, not ${kindOf(v)}`);
+  if (text === undefined) throw unbindable('java.lang.String', v, key);
   return text;
 }
 
-/** A JSON object body, or a 400 naming what came instead. */
-export function objectBody(value: unknown, what: string): Record<string, unknown> {
-  if (typeof value !== 'object' || value === null || Array.isArray(value) || value instanceof NumberText) {
-    throw new RequestRefused('bad-request', `${what} must be a JSON object, not ${value instanceof NumberText ? 'a number' : kindOf(value)}`);
-  }
+/** A JSON object body (Jackson's 500 for anything else, as Connect). */
+export function objectBody(value: unknown, javaType: string): Record<string, unknown> {
+  if (typeof value !== 'object' || value === null || Array.isArray(value) || value instanceof NumberText) throw unbindable(javaType, value, undefined);
   return value as Record<string, unknown>;
 }
 
 /**
  * A boolean query parameter as JAX-RS reads one (`Boolean.valueOf`): "true" in any case is true, any
- * other value false, absent the default; a repeated parameter counts by its first value.
+ * other value false, absent or empty the default; a repeated parameter counts by its first value
+ * (observed on 4.3.1: `connectorsOnly=` lists connectors only, `connectorsOnly=nope` lists everything).
  */
 export function booleanParam(query: URLSearchParams, name: string, defaultValue: boolean): boolean {
   const v = query.get(name);
-  return v === null ? defaultValue : v.toLowerCase() === 'true';
+  return v === null || v === '' ? defaultValue : v.toLowerCase() === 'true';
 }
 
-/** Whether a Content-Type is one a `@Consumes(application/json)` resource accepts (parameters ignored). */
-export function isJsonContentType(contentType: string): boolean {
+/**
+ * How a `@Consumes(application/json)` resource takes a request's Content-Type (parameters ignored):
+ * JSON or a wildcard is read, another media type is a 415 (whether or not a body comes with it, as
+ * Jersey), and a header that is no media type a 400.
+ */
+export function contentTypeFit(contentType: string | undefined): 'json' | 'other' | 'malformed' {
+  if (contentType === undefined || contentType.trim() === '') return 'json';
   const type = (contentType.split(';')[0] ?? '').trim().toLowerCase();
-  return type === '' || type === 'application/json' || type === 'application/*' || type === '*/*';
+  if (!/^[^\s/]+\/[^\s/]+$/.test(type)) return 'malformed';
+  return type === 'application/json' || type === 'application/*' || type === '*/*' ? 'json' : 'other';
 }

@@ -79,7 +79,7 @@ function connectorLocation(ctx: RouteContext, name: string): Record<string, stri
 }
 
 async function createConnector(ctx: RouteContext): Promise<Reply> {
-  const body = objectBody(requiredBody(ctx, '{"name": ..., "config": {...}}'), 'The create request');
+  const body = objectBody(requiredBody(ctx, '{"name": ..., "config": {...}}'), 'org.apache.kafka.connect.runtime.rest.entities.CreateConnectorRequest');
   // Trimmed, and "" when absent, so the herder's validation names the problem (as Connect).
   const name = (stringField(body, 'name') ?? '').trim();
   if (body.config === undefined || body.config === null) throw new RequestRefused('failed', 'The create request has no "config" object');
@@ -88,7 +88,8 @@ async function createConnector(ctx: RouteContext): Promise<Reply> {
   let initial: TargetState = 'STARTED';
   if (rawState !== undefined) {
     const state = INITIAL_STATES[rawState.toUpperCase()];
-    if (state === undefined) throw new RequestRefused('bad-request', `initial_state must be one of RUNNING, PAUSED, STOPPED (any case), not ${JSON.stringify(rawState)}`);
+    // Jackson fails to build the enum, which Connect answers with 500 (observed on 4.3.1).
+    if (state === undefined) throw new RequestRefused('failed', `Cannot construct instance of \`InitialState\`, problem: No enum constant ${rawState.toUpperCase()}: initial_state is RUNNING, PAUSED or STOPPED (any case)`);
     initial = state;
   }
   checkName(name, config);
@@ -202,10 +203,10 @@ async function alterOffsets(ctx: RouteContext): Promise<Reply> {
   const name = ctx.params.connector as string;
   let offsets: ConnectorOffsets;
   try {
-    offsets = parseOffsets(parseBody(ctx.body));
+    offsets = parseOffsets(requiredBody(ctx, '{"offsets": [...]}'));
   } catch (e) {
     // Connect looks the connector up before it reads the partitions: an unknown one is a 404 first.
-    if (!(e instanceof RequestRefused && e.message.startsWith('Partitions / offsets'))) await ctx.call(() => ctx.herder.connectorInfo(name));
+    if (e instanceof RequestRefused && e.refusal === 'bad-request' && !e.message.startsWith('Partitions / offsets')) await ctx.call(() => ctx.herder.connectorInfo(name));
     throw e;
   }
   const message = await ctx.call(() => ctx.herder.alterConnectorOffsets(name, offsets));
@@ -255,7 +256,7 @@ function withNullErrors(infos: ConfigInfos, nulls: readonly string[]): ConfigInf
 const LOG4J_LEVELS = ['OFF', 'FATAL', 'ERROR', 'WARN', 'INFO', 'DEBUG', 'TRACE', 'ALL'];
 
 async function setLoggerLevel(ctx: RouteContext): Promise<Reply> {
-  const body = configMap(requiredBody(ctx, '{"level": "..."}'), 'The logger level request');
+  const body = configMap(requiredBody(ctx, '{"level": "..."}'));
   const level = body.level;
   if (level === undefined || level === null) throw new RequestRefused('bad-request', "Desired 'level' parameter was not specified in request.");
   if (!LOG4J_LEVELS.includes(level.toUpperCase())) throw new RequestRefused('not-found', `invalid log level '${level}'.`);

@@ -23,7 +23,7 @@ import type { HerderApi, WorkerHealth } from '../runtime/herder-api.ts';
 import type { BasicAuth } from './auth.ts';
 import { applyHeaderRules, corsHeaders, isPreflight } from './cors.ts';
 import type { CorsSettings } from './cors.ts';
-import { ROUTING_TEXT, errorReply, isJsonContentType, json } from './http.ts';
+import { ROUTING_TEXT, contentTypeFit, errorReply, json } from './http.ts';
 import type { Reply } from './http.ts';
 import { ROUTES } from './routes.ts';
 import type { Route } from './routes.ts';
@@ -152,21 +152,23 @@ async function health(pl: Pipeline): Promise<Reply> {
 
 /** Jersey's routing: 404 for no path, 405 for no method (with Allow), 415 for a non-JSON body, 404 for a non-integer task id. */
 async function route(pl: Pipeline, req: Request, method: string, parts: readonly string[], query: URLSearchParams): Promise<Reply> {
-  if (parts.length === 1 && parts[0] === 'health') {
-    const allowHealth = { allow: 'GET, HEAD, OPTIONS' };
-    if (method === 'GET') return health(pl);
-    return method === 'OPTIONS' ? { status: 204, headers: allowHealth, body: '' } : errorReply(405, ROUTING_TEXT[405] as string, allowHealth);
-  }
-  const candidates = pl.routes.filter((r) => matches(r, parts));
-  if (candidates.length === 0) return errorReply(404, ROUTING_TEXT[404] as string);
-  const methods = new Set<string>(candidates.map((r) => r.method));
-  if (methods.has('GET')) methods.add('HEAD');
-  const allow = [...methods, 'OPTIONS'].join(', ');
-  if (method === 'OPTIONS') return { status: 204, headers: { allow }, body: '' };
+  const isHealth = parts.length === 1 && parts[0] === 'health';
+  const candidates = isHealth ? [] : pl.routes.filter((r) => matches(r, parts));
+  if (!isHealth && candidates.length === 0) return errorReply(404, ROUTING_TEXT[404] as string);
+  // Jersey's order: HEAD and GET, OPTIONS, then the resource's other methods.
+  const others = [...new Set(candidates.map((r) => r.method).filter((m) => m !== 'GET'))];
+  const allow = [...(isHealth || candidates.some((r) => r.method === 'GET') ? ['HEAD', 'GET'] : []), 'OPTIONS', ...others];
+  // Jersey answers OPTIONS itself: 200, text/plain, the methods.
+  if (method === 'OPTIONS') return { status: 200, headers: { allow: allow.join(','), 'content-type': 'text/plain' }, body: allow.join(', ') };
+  if (isHealth) return method === 'GET' ? health(pl) : errorReply(405, ROUTING_TEXT[405] as string, { allow: allow.join(',') });
   const r = candidates.find((c) => c.method === method);
-  if (r === undefined) return errorReply(405, ROUTING_TEXT[405] as string, { allow });
-  const contentType = req.headers['content-type'];
-  if (r.consumes && req.body !== '' && contentType !== undefined && !isJsonContentType(contentType)) return errorReply(415, ROUTING_TEXT[415] as string);
+  if (r === undefined) return errorReply(405, ROUTING_TEXT[405] as string, { allow: allow.join(',') });
+  if (r.consumes) {
+    // Jersey checks the Content-Type header of every request to a JSON resource, with or without a body.
+    const fit = contentTypeFit(req.headers['content-type']);
+    if (fit === 'other') return errorReply(415, ROUTING_TEXT[415] as string);
+    if (fit === 'malformed') return errorReply(400, ROUTING_TEXT[400] as string);
+  }
   const params: Record<string, string> = {};
   const ints: Record<string, number> = {};
   for (const [i, seg] of r.path.entries()) {

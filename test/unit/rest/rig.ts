@@ -8,7 +8,7 @@ export interface Answer {
   readonly status: number;
   readonly headers: Readonly<Record<string, string>>;
   readonly body: string;
-  /** The parsed body (undefined when empty). */
+  /** The parsed body (undefined unless the answer is JSON). */
   readonly json: unknown;
 }
 
@@ -28,7 +28,7 @@ export function rig(options: RestServerOptions = {}): Rig {
       const text = body === undefined ? undefined : typeof body === 'string' ? body : JSON.stringify(body);
       const h = text === undefined || 'content-type' in headers ? headers : { 'content-type': 'application/json', ...headers };
       const r = await server.inject({ method, url, headers: h, ...(text === undefined ? {} : { body: text }) });
-      return { ...r, json: r.body === '' ? undefined : (JSON.parse(r.body) as unknown) };
+      return { ...r, json: r.body !== '' && r.headers['content-type'] === 'application/json' ? (JSON.parse(r.body) as unknown) : undefined };
     },
   };
 }
