@@ -379,9 +379,11 @@ export async function runStandalone(options: StandaloneOptions): Promise<Standal
       const spec: TaskSpec = { workerProps, baseDir: options.cwd, connector: c.stored(), taskId, crash, logLevel, logOutput, shutdownTimeoutMs: worker.taskShutdownTimeoutMs };
       if (worker.tasksMode === 'process') return startTaskProcess(spec, log, onAnnounced);
       let task: SinkTask | undefined;
+      let pauseWanted = false;
       const started = startTaskInProcess(spec, log, onAnnounced);
       const done = started.then((s) => {
         task = s.task;
+        if (pauseWanted) task.pause();
         return s.done;
       });
       return {
@@ -394,6 +396,16 @@ export async function runStandalone(options: StandaloneOptions): Promise<Standal
         fail: async (message) => {
           (await started).task.fail(message);
         },
+        pause: () => {
+          pauseWanted = true;
+          task?.pause();
+        },
+        resume: () => {
+          pauseWanted = false;
+          task?.resume();
+        },
+        topics: () => task?.activeTopics ?? [],
+        forgetTopics: () => task?.forgetTopics(),
       };
     },
     async createCommitter(c) {
