@@ -56,6 +56,10 @@ import type { OffsetsPort } from './runtime/herder.ts';
 import { herderLoggers, herderPlugins, parseForHerder } from './runtime/herder-ports.ts';
 import type { ServerInfo } from './runtime/herder-api.ts';
 import { FileConnectorStore } from './runtime/connector-store.ts';
+import { buildServer } from './rest/server.ts';
+import { basicAuthFromProperties } from './rest/auth.ts';
+import { startRestListeners } from './rest/listeners.ts';
+import type { RestListeners } from './rest/listeners.ts';
 import { hostname } from 'node:os';
 export { failureSummary } from './runtime/worker.ts';
 import type { TaskHandle } from './runtime/worker.ts';
@@ -357,6 +361,7 @@ async function checkTaskIds(admin: ConfluentKafkaAdmin, worker: WorkerConfig, c:
 export interface Standalone {
   readonly worker: StandaloneWorker;
   readonly herder: StandaloneHerder;
+  readonly rest: RestListeners;
   /** Stops serving and every connector (their last cycles commit). */
   stop(): Promise<void>;
 }
@@ -412,6 +417,23 @@ function buildCommit(): string {
   } catch {
     return 'unknown';
   }
+}
+
+/** The Kafka Connect REST API on the worker's `listeners` (rest/): bound, logged, ready to serve. */
+async function serveRest(herder: StandaloneHerder, worker: WorkerConfig, log: Logger): Promise<RestListeners> {
+  const r = worker.rest;
+  const auth = r.basicAuthFile === null ? undefined : basicAuthFromProperties(readFileSync(r.basicAuthFile, 'utf8'), r.basicAuthFile);
+  const server = buildServer(herder, {
+    topicTracking: r.topicTracking,
+    adminEndpoints: r.adminEndpoints,
+    auth,
+    cors: r.cors,
+    responseHeaders: r.responseHeaders,
+    log: log.child({ component: 'rest' }),
+  });
+  const listeners = await startRestListeners(r, server.handler);
+  log.info('REST API listening', { urls: listeners.urls, workerId: listeners.workerId, basicAuth: auth !== undefined });
+  return listeners;
 }
 
 /** Why the standalone command ends when a connector could not start (--exit-on-failure). */
@@ -513,6 +535,7 @@ export async function runStandalone(options: StandaloneOptions): Promise<Standal
       };
     },
   });
+  const self: { rest?: RestListeners } = {};
   const herder = new StandaloneHerder({
     worker: sw,
     store: new FileConnectorStore(worker.connectorsFile),
@@ -522,13 +545,16 @@ export async function runStandalone(options: StandaloneOptions): Promise<Standal
     plugins: herderPlugins(worker),
     loggers: herderLoggers(logLevel),
     serverInfo: () => serverInfo(settings),
-    workerId: () => options.workerId?.() ?? `${hostname()}:0`,
-    topicTracking: { enabled: true, allowReset: true },
+    workerId: () => self.rest?.workerId ?? `${hostname()}:${worker.rest.listeners[0]?.port ?? 8083}`,
+    topicTracking: worker.rest.topicTracking,
   });
+  // Served before the connectors start: /health says `starting` until they have.
+  self.rest = await serveRest(herder, worker, log);
   try {
     await herder.start(connectors.map((f) => f.config));
   } catch (e) {
     await sw.stop().catch(() => undefined);
+    await self.rest.close().catch(() => undefined);
     throw e;
   }
   const failed = herder.startFailures();
@@ -536,7 +562,17 @@ export async function runStandalone(options: StandaloneOptions): Promise<Standal
     // --exit-on-failure: a connector that cannot start ends the worker (as connect-standalone does); the
     // connectors started before it are stopped cleanly, not left to their task processes' orphan watch.
     await sw.stop().catch(() => undefined);
+    await self.rest.close().catch(() => undefined);
     throw startFailure(failed[0] as { name: string; error: unknown });
   }
-  return { worker: sw, herder, stop: () => herder.stop() };
+  const rest = self.rest;
+  return {
+    worker: sw,
+    herder,
+    rest,
+    async stop() {
+      await rest.close().catch(() => undefined);
+      await herder.stop();
+    },
+  };
 }
