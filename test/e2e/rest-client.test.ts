@@ -4,9 +4,9 @@
  * (the library AKHQ's Connect pages use) and kafka-connect-py from PyPI. Each runs the same lifecycle
  * against `icefloe standalone` serving the REST API on `listeners`,
  * on the stack's Kafka, REST catalog and S3. It creates an Iceberg sink connector from a config, reads it
- * back, updates it (PUT config), pauses, resumes, stops, resumes and deletes it, while records are
+ * back, restarts it, updates it (PUT config), pauses, resumes, stops, resumes and deletes it, while records are
  * produced between the steps. Asserted: what the client got back at each step (the stored config exactly,
- * the states it saw), nothing consumed while PAUSED or STOPPED (no commit, the group's offsets unmoved),
+ * the states it saw, its tasks, topics, listing and plugins), nothing consumed while PAUSED or STOPPED (no commit, the group's offsets unmoved),
  * and at the end every produced record in the table exactly once by Kafka coordinates.
  */
 import assert from 'node:assert/strict';
@@ -89,6 +89,27 @@ async function untilState(client: ConnectClient, w: WorkerProcess, name: string,
   }
 }
 
+/**
+ * The client's other reads of a running connector, in the shape each library returns: its tasks, its
+ * active topics, the expanded listing (AKHQ's view: `?expand=info&expand=status`; kafka-connect-py asks
+ * for status only) and the plugin list.
+ */
+async function inspect(client: ConnectClient, kind: ClientKind, name: string): Promise<{ tasks: unknown; topics: unknown; listedState: unknown; plugins: unknown }> {
+  const tasks = ((await client.ok({ op: 'tasks', name })) as { id: unknown }[]).map((task) => task.id);
+  const topics = (await client.ok({ op: 'topics', name })) as Record<string, unknown>;
+  const expanded = (await client.ok({ op: 'expanded' })) as Record<string, unknown>;
+  const plugins = (await client.ok({ op: 'plugins' })) as Record<string, unknown>[];
+  if (kind === 'sourcelab') {
+    // Its ConnectorTopics DTO ({name, topics}) and ConnectorsWithExpandedMetadata (statuses and definitions by name).
+    const statuses = expanded['mapped_statuses'] as Record<string, ClientStatus>;
+    const definitions = expanded['mapped_definitions'] as Record<string, { name: string }>;
+    return { tasks, topics: topics['topics'], listedState: [statuses[name]?.connector.state, definitions[name]?.name], plugins: plugins.map((p) => p['class_name']) };
+  }
+  // Connect's JSON as it came: {name: {topics}}, {name: {status}}, [{class, type}].
+  const listed = (expanded[name] as { status: ClientStatus } | undefined)?.status;
+  return { tasks, topics: (topics[name] as { topics: unknown } | undefined)?.topics, listedState: [listed?.connector.state, listed?.name], plugins: plugins.map((p) => p['class']) };
+}
+
 const CLIENTS: readonly { kind: ClientKind; label: string }[] = [
   { kind: 'sourcelab', label: 'AKHQ\'s org.sourcelab kafka-connect-client (Maven Central)' },
   { kind: 'kafka-connect-py', label: 'kafka-connect-py (PyPI)' },
@@ -142,6 +163,15 @@ async function lifecycle(t: TestContext, kind: ClientKind): Promise<void> {
   const running = await untilState(client, worker, name, 'RUNNING', 'RUNNING');
   assert.equal(running.name, name);
   await waitCommitted(worker, table, produced.length, 180_000);
+  const seen = await inspect(client, kind, name);
+  assert.deepEqual(seen.tasks, [{ connector: name, task: 0 }], 'GET /connectors/{c}/tasks');
+  assert.deepEqual(seen.topics, [topic], 'GET /connectors/{c}/topics: the topic its task read');
+  assert.deepEqual(seen.listedState, ['RUNNING', name], 'GET /connectors?expand=…');
+  assert.ok((seen.plugins as unknown[]).includes('org.apache.iceberg.connect.IcebergSinkConnector'), `GET /connector-plugins: ${JSON.stringify(seen.plugins)}`);
+
+  // Restart (the connector only, no parameters): back to RUNNING; the records keep landing once (checked at the end).
+  await client.ok({ op: 'restart', name });
+  await untilState(client, worker, name, 'RUNNING', 'RUNNING');
 
   // Update (PUT config): a changed commit interval; the answer and the config read back hold it.
   const updatedConfig = { ...config, 'iceberg.control.commit.interval-ms': '2000' };
@@ -196,5 +226,5 @@ async function lifecycle(t: TestContext, kind: ClientKind): Promise<void> {
 }
 
 for (const { kind, label } of CLIENTS) {
-  test(`${label} creates, updates, pauses, resumes, stops, resumes and deletes an Iceberg sink on Icefloe; every record lands once`, { timeout: TIMEOUT }, (t) => lifecycle(t, kind));
+  test(`${label} creates, restarts, updates, pauses, resumes, stops, resumes and deletes an Iceberg sink on Icefloe; every record lands once`, { timeout: TIMEOUT }, (t) => lifecycle(t, kind));
 }
