@@ -144,6 +144,17 @@ export interface ConfigProviders {
   readonly io: ProviderIO;
 }
 
+/** No providers: every reference is an error ("no config provider named ..."). */
+export const NO_PROVIDERS: ConfigProviders = Object.freeze({
+  specs: [],
+  io: Object.freeze({
+    readFile: (path: string): string => {
+      throw new Error(`no config providers: ${path} is not read`);
+    },
+    env: {},
+  }),
+});
+
 export function configProviders(specs: readonly ConfigProviderSpec[], io: ProviderIO): ConfigProviders {
   return Object.freeze({ specs, io });
 }
@@ -165,6 +176,8 @@ export interface ResolvedConfig {
   /** Keys whose value held a reference (their resolved values must never be shown). */
   readonly referencedKeys: readonly string[];
   readonly problems: readonly ProviderProblem[];
+  /** Every value a reference resolved to, for callers that must keep them out of an answer (a function: JSON never shows it). */
+  resolvedValues(): readonly string[];
 }
 
 /** Why a path may not be read by `spec`, or undefined. */
@@ -232,6 +245,7 @@ export function resolveConfigDetailed(raw: Readonly<Record<string, string>>, pro
   const referencedKeys: string[] = [];
   const problems: ProviderProblem[] = [];
   const files = new Map<string, Record<string, string>>();
+  const values: string[] = [];
   for (const [configKey, value] of Object.entries(raw)) {
     if (!hasReference(value)) {
       out[configKey] = value;
@@ -245,14 +259,17 @@ export function resolveConfigDetailed(raw: Readonly<Record<string, string>>, pro
         spec === undefined
           ? { problem: `no config provider named ${name} (the worker's config.providers: ${providers.specs.map((s) => s.name).join(', ') || 'none'})` }
           : lookup(spec, path, key, providers.io, files);
-      if ('value' in result) return result.value;
+      if ('value' in result) {
+        values.push(result.value);
+        return result.value;
+      }
       failed = true;
       problems.push({ key: configKey, message: `${configKey}: cannot resolve ${placeholder}: ${result.problem}` });
       return placeholder;
     });
     out[configKey] = failed ? value : resolved;
   }
-  return Object.freeze({ config: Object.freeze(out), referencedKeys: Object.freeze(referencedKeys), problems: Object.freeze(problems) });
+  return Object.freeze({ config: Object.freeze(out), referencedKeys: Object.freeze(referencedKeys), problems: Object.freeze(problems), resolvedValues: () => [...values] });
 }
 
 /** The config with every reference resolved, or a ConfigError naming each key and placeholder that failed. */
