@@ -7,7 +7,8 @@
  *
  * What is knowable without a table: the partition-by terms against each other (Iceberg refuses two
  * terms that are redundant or would get the same partition field name) and against the Kafka metadata
- * columns the config itself adds (their types are fixed); routing against the tables listed.
+ * columns the config itself adds (their types are fixed, and the writer cannot partition by them yet);
+ * routing against the tables listed.
  *
  * Must not: do I/O (the catalog probe is connector-validation.ts's), or repeat an error the config
  * module already reports (syntax errors of partition-by are its own).
@@ -54,6 +55,8 @@ function partitionProblems(text: string, config: ConnectorConfig): string[] {
     if (column !== undefined) {
       const fits = column.type.kind !== 'map' && canTransform(term.transform, column.type as PrimitiveType);
       if (!fits) problems.push(`the term ${term.text} cannot apply to the Kafka metadata column ${column.name} of type ${column.type.kind === 'map' ? 'map<string, binary>' : column.type.kind}`);
+      // The partition probe reads the record's value, where metadata columns are not (docs/sink.md, "Limits today").
+      else problems.push(`the term ${term.text} partitions by the Kafka metadata column ${column.name}, which Icefloe cannot do yet: every row would get a null partition value`);
     }
   }
   return problems;
