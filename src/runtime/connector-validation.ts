@@ -198,7 +198,7 @@ async function infosFor(config: Readonly<Record<string, string>>, deps: Validati
     const problem = await probeCatalog(deps.catalogProbe, v.catalog, deps.probeTimeoutMs ?? DEFAULT_PROBE_TIMEOUT_MS);
     if (problem !== undefined) {
       const key = v.catalog.fromWorker ? 'iceberg.catalog' : 'iceberg.catalog.uri';
-      addError(infos, key, `The catalog at ${redactUserInfo(v.catalog.uri)} cannot be reached: ${redactUserInfo(problem)}`, config[key] ?? null);
+      addError(infos, key, `The catalog at ${redactUserInfo(v.catalog.uri)} cannot be used: ${redactUserInfo(problem)}`, config[key] ?? null);
     }
   }
   hideResolved(infos, config, resolution.referencedKeys, resolution.resolvedValues());

@@ -159,22 +159,22 @@ test('the catalog probe: an unreachable catalog is an error on its key; time-box
     return 'connect ECONNREFUSED 127.0.0.1:8181';
   };
   const errors = errorsOf(await validateConfig('IcebergSink', BASE, { ...deps, catalogProbe: down }));
-  assert.deepEqual(errors['iceberg.catalog.uri'], ['The catalog at http://127.0.0.1:8181 cannot be reached: connect ECONNREFUSED 127.0.0.1:8181']);
+  assert.deepEqual(errors['iceberg.catalog.uri'], ['The catalog at http://127.0.0.1:8181 cannot be used: connect ECONNREFUSED 127.0.0.1:8181']);
   assert.equal(calls[0]?.uri, 'http://127.0.0.1:8181');
 
   const fromWorker = errorsOf(await validateConfig('IcebergSink', { name: 'o', 'connector.class': 'IcebergSink', topics: 't', 'iceberg.tables': 'a.b' }, { ...deps, defaultCatalog: { type: 'rest', uri: 'http://cat:1' }, catalogProbe: down }));
-  assert.match(fromWorker['iceberg.catalog']?.[0] ?? '', /^The catalog at http:\/\/cat:1 cannot be reached/);
+  assert.match(fromWorker['iceberg.catalog']?.[0] ?? '', /^The catalog at http:\/\/cat:1 cannot be used/);
 
   let aborted = false;
   const hangs: CatalogProbe = (_c, signal) => new Promise((resolve) => signal.addEventListener('abort', () => { aborted = true; resolve(undefined); }));
   const started = Date.now();
   const slow = errorsOf(await validateConfig('IcebergSink', BASE, { ...deps, catalogProbe: hangs, probeTimeoutMs: 100 }));
   assert.ok(Date.now() - started < 2_000);
-  assert.deepEqual(slow['iceberg.catalog.uri'], ['The catalog at http://127.0.0.1:8181 cannot be reached: no answer within 100 ms']);
+  assert.deepEqual(slow['iceberg.catalog.uri'], ['The catalog at http://127.0.0.1:8181 cannot be used: no answer within 100 ms']);
   assert.ok(aborted, 'the probe is told to stop');
 
   const thrown = errorsOf(await validateConfig('IcebergSink', BASE, { ...deps, catalogProbe: async () => { throw new Error('HTTP 401 from http://u:pw@cat'); } }));
-  assert.deepEqual(thrown['iceberg.catalog.uri'], ['The catalog at http://127.0.0.1:8181 cannot be reached: HTTP 401 from http://u:[hidden]@cat']);
+  assert.deepEqual(thrown['iceberg.catalog.uri'], ['The catalog at http://127.0.0.1:8181 cannot be used: HTTP 401 from http://u:[hidden]@cat']);
 
   calls.length = 0;
   assert.equal((await validateConfig('IcebergSink', BASE, { ...deps, catalogProbe: async () => undefined })).error_count, 0);
@@ -198,7 +198,7 @@ test('config provider references: resolved for validation, shown as submitted, n
   const errors = errorsOf(infos);
   assert.deepEqual(errors['tasks.max'], ['Invalid value ${env:TASKS} for configuration tasks.max: Not a number of type INT']);
   assert.deepEqual(errors['iceberg.control.topic'], ['iceberg.control.topic: cannot resolve ${env:UNSET}: environment variable UNSET is not set']);
-  assert.deepEqual(errors['iceberg.catalog.uri'], ['The catalog at [hidden] cannot be reached: refused by [hidden]']);
+  assert.deepEqual(errors['iceberg.catalog.uri'], ['The catalog at [hidden] cannot be used: refused by [hidden]']);
   assert.equal(infos.configs.find((c) => c.value.name === 'tasks.max')?.value.value, '${env:TASKS}');
   // Without providers a reference is an error on its key, not literal text sent to a catalog.
   const none = errorsOf(await validateConfig('IcebergSink', { ...BASE, 'iceberg.catalog.token': '${env:TOKEN}' }, deps));
