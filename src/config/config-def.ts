@@ -474,7 +474,7 @@ export class ParsedConfig {
     });
     for (const [key, errors] of this.#extra) {
       const raw = this.original[key];
-      const value = raw === undefined ? null : isSecretKey(key, this.def) ? HIDDEN : raw;
+      const value = raw === undefined ? null : isSecretKey(key, this.def) ? HIDDEN : redactUserInfo(raw);
       configs.push({ definition: null, value: { name: key, value, recommended_values: [], errors: [...errors], visible: true } });
     }
     return { name, error_count: this.errorCount, groups: this.def.groups(), configs };

@@ -95,8 +95,9 @@ export function invalidConfigMessage(infos: ConfigInfos): string {
 }
 
 /** Adds an error on `key`: to its entry, or as a value without definition (Connect's shape for those). */
-function addError(infos: ConfigInfos, key: string, message: string, shown: string | null): void {
+function addError(infos: ConfigInfos, key: string, message: string, raw: string | null): void {
   const entry = infos.configs.find((c) => c.value.name === key);
+  const shown = raw === null ? null : isSecretKey(key, CONNECTOR_CONFIG_DEF) ? HIDDEN : redactUserInfo(raw);
   if (entry === undefined) infos.configs.push({ definition: null, value: { name: key, value: shown, recommended_values: [], errors: [message], visible: true } });
   else if (!entry.value.errors.includes(message)) entry.value.errors.push(message);
 }

@@ -176,6 +176,16 @@ test('the catalog probe: an unreachable catalog is an error on its key; time-box
   const thrown = errorsOf(await validateConfig('IcebergSink', BASE, { ...deps, catalogProbe: async () => { throw new Error('HTTP 401 from http://u:pw@cat'); } }));
   assert.deepEqual(thrown['iceberg.catalog.uri'], ['The catalog at http://127.0.0.1:8181 cannot be used: HTTP 401 from http://u:[hidden]@cat']);
 
+  // A value shown beside an error never shows a password or a secret key's value.
+  const withPassword = await validateConfig('IcebergSink', { ...BASE, 'iceberg.catalog.type': 'jdbc', 'iceberg.catalog.uri': 'jdbc:postgresql://u:pw-secret@db/x', 'iceberg.catalog.warehouse': 'file:///w', 'iceberg.catalog.jdbc.password': 'jdbc-secret' }, { ...deps, catalogProbe: down });
+  const shown = withPassword.configs.find((c) => c.value.name === 'iceberg.catalog.uri')?.value;
+  assert.equal(shown?.value, 'jdbc:postgresql://u:[hidden]@db/x');
+  assert.ok(!JSON.stringify(withPassword).includes('secret'), JSON.stringify(withPassword.configs.filter((c) => c.definition === null)));
+
+  const badUri = await validateConfig('IcebergSink', { ...BASE, 'iceberg.catalog.uri': 'ftp://u:pw-secret@h' }, deps);
+  assert.equal(badUri.configs.find((c) => c.value.name === 'iceberg.catalog.uri')?.value.value, 'ftp://u:[hidden]@h');
+  assert.ok(!JSON.stringify(badUri).includes('secret'));
+
   calls.length = 0;
   assert.equal((await validateConfig('IcebergSink', BASE, { ...deps, catalogProbe: async () => undefined })).error_count, 0);
   await validateConfig('IcebergSink', { ...BASE, 'iceberg.catalog.uri': 'not-a-url' }, { ...deps, catalogProbe: down });
