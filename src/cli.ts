@@ -107,6 +107,7 @@ async function standalone(args: readonly string[]): Promise<number> {
       logLevel: process.env['ICEFLOE_LOG_LEVEL'] ?? 'info',
       logEnvironment: logEnvironment(),
       exitOnFailure,
+      env: process.env,
     });
   } catch (e) {
     const text = e instanceof IcefloeError ? e.message : e instanceof Error ? (e.stack ?? e.message) : String(e);
