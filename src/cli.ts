@@ -158,6 +158,31 @@ async function positions(args: readonly string[]): Promise<number> {
   return 0;
 }
 
+/** `icefloe replay`: prints the report as JSON; exit 2 on a usage or configuration error. */
+async function replay(args: readonly string[]): Promise<number> {
+  let table: string | undefined;
+  let snapshot: string | undefined;
+  const rest: string[] = [];
+  for (let i = 0; i < args.length; i++) {
+    const a = args[i] as string;
+    if (a === '--table') table = args[++i];
+    else if (a.startsWith('--table=')) table = a.slice('--table='.length);
+    else if (a === '--snapshot') snapshot = args[++i];
+    else if (a.startsWith('--snapshot=')) snapshot = a.slice('--snapshot='.length);
+    else if (!a.startsWith('--')) rest.push(a);
+    else throw new ConfigError(`unknown option ${a}`);
+  }
+  const [workerFile, connectorFile, ...extra] = rest;
+  if (workerFile === undefined || connectorFile === undefined || extra.length > 0 || table === undefined || table === '' || snapshot === undefined || !/^-?\d+$/.test(snapshot)) {
+    process.stderr.write('usage: icefloe replay WORKER.properties CONNECTOR.json --table NS.TABLE --snapshot ID\n');
+    return 2;
+  }
+  const { runReplay } = await import('./app.ts');
+  const report = await runReplay({ workerPropertiesPath: workerFile, connectorPath: connectorFile, cwd: process.cwd(), table, snapshotId: BigInt(snapshot), logEnvironment: logEnvironment() });
+  console.log(JSON.stringify(report, null, 2));
+  return 0;
+}
+
 /** Our errors carry a message meant for the user; anything else is a bug, so its stack is shown. */
 function report(command: string, e: unknown): number {
   const text = e instanceof IcefloeError ? e.message : e instanceof Error ? (e.stack ?? e.message) : String(e);
@@ -205,6 +230,12 @@ async function main(argv: readonly string[]): Promise<number> {
     case 'positions':
       try {
         return await positions(rest);
+      } catch (e) {
+        return report(command, e);
+      }
+    case 'replay':
+      try {
+        return await replay(rest);
       } catch (e) {
         return report(command, e);
       }

@@ -21,6 +21,8 @@ commands:
   consume   print a topic's records, decoded, as JSON lines
   positions WORKER.properties CONNECTOR.json --table NS.TABLE [--reapply | --adopt]
             a table's control positions and the connector's; recovers a rolled-back table
+  replay    WORKER.properties CONNECTOR.json --table NS.TABLE --snapshot ID
+            rolls a table back to a snapshot and the connector's offsets to what it holds (connector stopped)
   version   print Icefloe's version and the Node runtime
   help      this text
 
@@ -152,6 +154,23 @@ example:
   icefloe positions config/worker-s3-rest.properties connectors/orders-avro-s3-rest.json --table sales.orders
 `;
 
+const REPLAY = `usage: icefloe replay WORKER.properties CONNECTOR.json --table NS.TABLE --snapshot ID
+
+The replay runbook as one operation (docs/rest.md, "Replay a table from a snapshot"), for a connector that
+is stopped (no worker runs it): rolls the table's commit branch back to snapshot ID and moves the
+connector's consumer group offsets back to just after the source records that snapshot holds, so that the
+next start delivers the removed records again, once. Prints what it did as JSON. Refuses, changing nothing,
+when another table of the connector holds those records too, when they are no longer in Kafka, or while
+the committer has announcements left to apply.
+
+options:
+  --table NS.TABLE           the table (required)
+  --snapshot ID              the snapshot to roll back to, from the table's history (required)
+
+example:
+  icefloe replay config/worker-s3-rest.properties connectors/orders-avro-s3-rest.json --table sales.orders --snapshot 4012931337443351000
+`;
+
 const VERSION = `usage: icefloe version
 
 Prints Icefloe's version and the Node runtime it runs on (also: icefloe --version).
@@ -175,6 +194,7 @@ export const COMMAND_HELP: Readonly<Record<string, string>> = {
   produce: PRODUCE,
   consume: CONSUME,
   positions: POSITIONS,
+  replay: REPLAY,
   version: VERSION,
   help: HELP,
 };
