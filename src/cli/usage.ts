@@ -156,7 +156,7 @@ example:
 
 const REPLAY = `usage: icefloe replay WORKER.properties CONNECTOR.json --table NS.TABLE --snapshot ID
 
-The replay runbook as one operation (docs/rest.md, "Replay a table from a snapshot"), for a connector that
+The replay runbook as one operation (docs/operations.md, "Replay a table from a snapshot"), for a connector that
 is stopped (no worker runs it): rolls the table's commit branch back to snapshot ID and moves the
 connector's consumer group offsets back to just after the source records that snapshot holds, so that the
 next start delivers the removed records again, once. Prints what it did as JSON. Refuses, changing nothing,

@@ -1,5 +1,5 @@
 /**
- * The replay runbook (docs/rest.md, "Replay a table from a snapshot"; the streaming-lakehouse playbook's
+ * The replay runbook (docs/operations.md, "Replay a table from a snapshot"; the streaming-lakehouse playbook's
  * "roll back, reset offsets to the snapshot's source offsets, resume"): with the connector stopped, one table
  * goes back to snapshot S of its branch and the connector's consumer group goes back to just after the
  * source records S holds, so that on resume the tasks deliver again exactly what the rollback removed.

@@ -2,7 +2,7 @@
  * What a connector's tables hold of each source partition, and whether announcements still wait on the
  * control topic: the facts the offsets API (runtime/connector-offsets.ts) and the replay runbook
  * (replay.ts) check before they move a consumer group's offsets, so that no table receives a record twice
- * (docs/rest.md, "Offsets").
+ * (docs/operations.md, "The offsets API").
  *
  * A table holds, of a source partition, every record up to the highest offset the connector applied to it
  * (`icefloe.source-applied.<connector>`, source-applied.ts). Offsets moved at or below that offset make the

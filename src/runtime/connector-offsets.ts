@@ -1,6 +1,6 @@
 /**
- * The offsets API of a sink connector (`GET/PATCH/DELETE /connectors/{name}/offsets`, KIP-875; docs/rest.md
- * "Offsets"): the consumer group's committed offsets as Connect reports them, and changing them the way
+ * The offsets API of a sink connector (`GET/PATCH/DELETE /connectors/{name}/offsets`, KIP-875;
+ * docs/operations.md "The offsets API"): the consumer group's committed offsets as Connect reports them, and changing them the way
  * Connect does — with one rule Connect does not have, because every record must land in each table once:
  * the offsets never move back behind what a table holds, nor while announcements still wait for the
  * committer (coordinate/source-holdings.ts). Such a move is refused (400) with the table, the offsets and
@@ -195,7 +195,7 @@ export async function checkTablesConsistent(deps: OffsetsDeps, connector: Connec
       throw bad(
         `Moving ${t.topic}[${t.partition}] to offset ${t.offset} would deliver records ${t.offset}..${held.last} again, and table ${held.table} already holds them ` +
           `(through offset ${held.last}): Icefloe writes each record to a table once, so the offsets cannot move back behind what a table holds. ` +
-          `Use offset ${held.last + 1n} or later, or roll the table back to an earlier snapshot first (icefloe replay; docs/rest.md "Offsets")`,
+          `Use offset ${held.last + 1n} or later, or roll the table back to an earlier snapshot first (icefloe replay; docs/operations.md "The offsets API")`,
       );
     }
   }

@@ -1,5 +1,5 @@
 /**
- * The replay runbook end to end (docs/rest.md, "Replay a table from a snapshot"; coordinate/replay.ts): the
+ * The replay runbook end to end (docs/operations.md, "Replay a table from a snapshot"; coordinate/replay.ts): the
  * real worker (`icefloe standalone`) on the stack's Kafka, REST catalog and S3 commits three batches of
  * records over several snapshots; with the worker running, `icefloe replay` refuses and changes nothing;
  * once it is stopped, `icefloe replay` (the CLI, as an operator runs it) rolls the table back to the snapshot
