@@ -271,6 +271,8 @@ export interface PositionsCommandOptions {
   readonly cwd: string;
   readonly table: string;
   readonly action: PositionsAction;
+  /** --adopt: the table holds the source records below the connector's group offsets (positions-tool.ts). */
+  readonly holdsGroupOffsets?: boolean;
   /** ICEFLOE_LOG_FORMAT, NO_COLOR and whether stderr is a terminal (core/log-format.ts); default: none, not a terminal. */
   readonly logEnvironment?: LogEnvironment;
 }
@@ -285,7 +287,7 @@ export async function runPositions(options: PositionsCommandOptions): Promise<Po
   const store = objectStore(connector.catalog);
   const catalog = catalogFor(connector.catalog, store);
   try {
-    return await runPositionsTool({ connector, admin, catalog, store, log }, options.table, options.action);
+    return await runPositionsTool({ connector, admin, catalog, store, log }, options.table, options.action, { holdsGroupOffsets: options.holdsGroupOffsets === true });
   } finally {
     await admin.close().catch(() => undefined);
     await catalog.close().catch(() => undefined);

@@ -136,6 +136,7 @@ async function standalone(args: readonly string[]): Promise<number> {
 async function positions(args: readonly string[]): Promise<number> {
   let table: string | undefined;
   let action: 'show' | 'reapply' | 'adopt' = 'show';
+  let holdsGroupOffsets = false;
   const rest: string[] = [];
   for (let i = 0; i < args.length; i++) {
     const a = args[i] as string;
@@ -144,16 +145,18 @@ async function positions(args: readonly string[]): Promise<number> {
     else if (a === '--reapply' || a === '--adopt') {
       if (action !== 'show') throw new ConfigError('--reapply and --adopt exclude each other');
       action = a === '--reapply' ? 'reapply' : 'adopt';
-    } else if (!a.startsWith('--')) rest.push(a);
+    } else if (a === '--holds-group-offsets') holdsGroupOffsets = true;
+    else if (!a.startsWith('--')) rest.push(a);
     else throw new ConfigError(`unknown option ${a}`);
   }
   const [workerFile, connectorFile, ...extra] = rest;
   if (workerFile === undefined || connectorFile === undefined || extra.length > 0 || table === undefined || table === '') {
-    process.stderr.write('usage: icefloe positions WORKER.properties CONNECTOR.json --table NS.TABLE [--reapply | --adopt]\n');
+    process.stderr.write('usage: icefloe positions WORKER.properties CONNECTOR.json --table NS.TABLE [--reapply | --adopt [--holds-group-offsets]]\n');
     return 2;
   }
   const { runPositions } = await import('./app.ts');
-  const report = await runPositions({ workerPropertiesPath: workerFile, connectorPath: connectorFile, cwd: process.cwd(), table, action, logEnvironment: logEnvironment() });
+  if (holdsGroupOffsets && action !== 'adopt') throw new ConfigError('--holds-group-offsets goes with --adopt');
+  const report = await runPositions({ workerPropertiesPath: workerFile, connectorPath: connectorFile, cwd: process.cwd(), table, action, holdsGroupOffsets, logEnvironment: logEnvironment() });
   console.log(JSON.stringify(report, null, 2));
   return 0;
 }

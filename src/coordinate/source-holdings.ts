@@ -69,6 +69,14 @@ function committedBy(s: Snapshot, connector: string): boolean {
   return (id !== undefined && id.startsWith(commitIdPrefix(connector))) || s.summary[controlOffsetsKey(connector)] !== undefined || s.summary[sourceAppliedKey(connector)] !== undefined;
 }
 
+/** The connector's topics: its list, or the cluster's topics its regex matches (internal ones left out, as Kafka's subscription does). */
+export async function connectorTopics(admin: KafkaAdmin & GroupAdmin, connector: ConnectorConfig): Promise<string[]> {
+  const existing = await admin.listTopics();
+  const sel = connector.topics;
+  const topics = sel.kind === 'list' ? sel.topics.filter((t) => existing.includes(t)) : existing.filter((t) => !t.startsWith('__') && sel.regex.test(t));
+  return [...new Set(topics)].sort();
+}
+
 /** What one table holds of each source partition (module header); empty for a table the connector never wrote. */
 export function tableHolds(md: TableMetadata, connector: string, live: ControlIdentity, branch: string): SourceApplied {
   const read = readControlPositions(md, connector, live, branch);

@@ -35,7 +35,7 @@ import { GroupNotEmptyError } from '../consume/port.ts';
 import type { GroupAdmin, GroupInspector, KafkaAdmin, Watermarks } from '../consume/port.ts';
 import type { OffsetReset } from '../consume/offset-range.ts';
 import type { Catalog } from '../commit/port.ts';
-import { holdingKey, liveIdentity, pendingAnnouncements, pendingMessage, sourceHoldings } from '../coordinate/source-holdings.ts';
+import { connectorTopics, holdingKey, liveIdentity, pendingAnnouncements, pendingMessage, sourceHoldings } from '../coordinate/source-holdings.ts';
 import type { ConnectorOffsets } from './herder-api.ts';
 
 export const EMPTY_ALTER_MESSAGE = 'Partitions / offsets need to be provided for an alter offsets request';
@@ -78,14 +78,6 @@ export interface SinkOffset {
   readonly topic: string;
   readonly partition: number;
   readonly offset: bigint | null;
-}
-
-/** The connector's topics: its list, or the cluster's topics its regex matches (internal ones left out, as Kafka's subscription does). */
-export async function connectorTopics(admin: KafkaAdmin & GroupAdmin, connector: ConnectorConfig): Promise<string[]> {
-  const existing = await admin.listTopics();
-  const sel = connector.topics;
-  const topics = sel.kind === 'list' ? sel.topics.filter((t) => existing.includes(t)) : existing.filter((t) => !t.startsWith('__') && sel.regex.test(t));
-  return [...new Set(topics)].sort();
 }
 
 /** `GET /connectors/{name}/offsets`: the group's committed offsets (next offset to read) for the connector's topics. */

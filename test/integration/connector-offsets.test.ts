@@ -11,7 +11,10 @@
  * - a table that holds records: a move at or below what it holds is refused naming the table, one just past
  *   it (or further) is accepted; DELETE (everything from the log start again) is refused;
  * - announcements the committer has not applied yet: a move back is refused, a move forward accepted;
- *   once the connector position reached the control log's end, the move back is accepted.
+ *   once the connector position reached the control log's end, the move back is accepted;
+ * - a table someone else wrote (positions-unseeded) holds nothing of the connector's: a move back is
+ *   accepted; once seeded with `icefloe positions --adopt --holds-group-offsets` (positions-tool.ts), the
+ *   table holds what lies below the group's offsets and the same move back is refused.
  */
 import { test } from 'node:test';
 import type { TestContext } from 'node:test';
@@ -26,6 +29,8 @@ import { appendFiles } from '../../src/commit/table-ops.ts';
 import type { Catalog } from '../../src/commit/port.ts';
 import { positionsSummary } from '../../src/coordinate/control-positions.ts';
 import { controlGroupId } from '../../src/coordinate/connector-position.ts';
+import { runPositionsTool } from '../../src/coordinate/positions-tool.ts';
+import type { ObjectStore } from '../../src/upload/port.ts';
 import { commitConnectorPositions } from '../../src/coordinate/position-store.ts';
 import { encodeSourceApplied, sourceAppliedKey } from '../../src/coordinate/source-applied.ts';
 import { sourceKey } from '../../src/coordinate/watermark.ts';
@@ -41,12 +46,15 @@ const NO_LISTENER: RebalanceListener = { onAssigned: () => undefined, onRevoked:
 interface Ctx {
   readonly admin: ConfluentKafkaAdmin;
   readonly catalog: Catalog;
+  readonly store: ObjectStore;
   readonly deps: OffsetsDeps;
   readonly topic: string;
   readonly controlTopic: string;
   readonly table: string;
   connector(extra?: Record<string, string>): ConnectorConfig;
   commitTable(held: Record<number, bigint>): Promise<void>;
+  /** A snapshot another writer commits (no summary key of the connector's). */
+  foreignCommit(): Promise<void>;
 }
 
 /** A source topic with 2 partitions of 10 records each, a control topic, an empty table; all removed afterwards. */
@@ -85,6 +93,7 @@ async function setup(t: TestContext): Promise<Ctx> {
   return {
     admin,
     catalog,
+    store: h.store,
     deps: { admin, catalog, log: SILENT_LOGGER },
     topic,
     controlTopic,
@@ -100,6 +109,9 @@ async function setup(t: TestContext): Promise<Ctx> {
         files: [],
         summary: { ...positionsSummary(name, new Map([[0, 0n]]), live), [sourceAppliedKey(name)]: encodeSourceApplied(applied) },
       });
+    },
+    async foreignCommit() {
+      await appendFiles(h.deps(catalog), { namespace: [ns], name: 't' }, { commitId: `spark-${name}`, files: [] });
     },
   };
 }
@@ -194,4 +206,22 @@ test('while announcements wait for the committer a move back is refused and a mo
   await commitConnectorPositions({ admin: c.admin, groupId: controlGroupId(connector.control.groupIdPrefix, connector.name), topic: c.controlTopic, controlTopicId, log: SILENT_LOGGER }, new Map([[0, { offset: 1n, kind: 'applied' }]]));
   assert.equal(await alterConnectorOffsets(c.deps, connector, { offsets: [at(c.topic, 0, 5)] }), ALTERED_MESSAGE, 'applied, and the table holds nothing of partition 0');
   assert.deepEqual((await connectorOffsets(c.admin, connector)).offsets.map((o) => o.offset?.kafka_offset), [5]);
+});
+
+test('a table written by someone else holds nothing of the connector\'s until seeded with --adopt --holds-group-offsets; then a move back into it is refused', async (t) => {
+  const c = await setup(t);
+  const connector = c.connector();
+  await alterConnectorOffsets(c.deps, connector, { offsets: [at(c.topic, 0, 10), at(c.topic, 1, 10)] });
+  await c.foreignCommit();
+  assert.equal(await alterConnectorOffsets(c.deps, connector, { offsets: [at(c.topic, 0, 3)] }), ALTERED_MESSAGE, 'unseeded: nothing of the connector\'s in it');
+  await alterConnectorOffsets(c.deps, connector, { offsets: [at(c.topic, 0, 10)] });
+
+  const report = await runPositionsTool({ connector, admin: c.admin, catalog: c.catalog, store: c.store, log: SILENT_LOGGER }, c.table, 'adopt', { holdsGroupOffsets: true });
+  assert.match(report.result, /^adopted/);
+  await assert.rejects(
+    alterConnectorOffsets(c.deps, connector, { offsets: [at(c.topic, 0, 3)] }),
+    refused('bad-request', new RegExp(`to offset 3 would deliver records 3\\.\\.9 again, and table ${c.table.replace('.', '\\.')} already holds them`)),
+  );
+  await assert.rejects(resetConnectorOffsets(c.deps, connector), refused('bad-request', /would deliver records 0\.\.9 again/));
+  assert.equal(await alterConnectorOffsets(c.deps, connector, { offsets: [at(c.topic, 1, 10)] }), ALTERED_MESSAGE);
 });
