@@ -28,6 +28,8 @@ import { effectiveConverter } from './config/converters.ts';
 import { parseConnectorFile, parseWorkerProperties, validateWorkerConfig } from './config/worker-config.ts';
 import { runPositionsTool } from './coordinate/positions-tool.ts';
 import type { PositionsAction, PositionsReport } from './coordinate/positions-tool.ts';
+import { replayTable } from './coordinate/replay.ts';
+import type { ReplayReport } from './coordinate/replay.ts';
 import type { WorkerConfig } from './config/worker-config.ts';
 import type { Catalog } from './commit/port.ts';
 import { RestCatalog } from './commit/rest/catalog.ts';
@@ -292,6 +294,8 @@ export interface PositionsCommandOptions {
   readonly cwd: string;
   readonly table: string;
   readonly action: PositionsAction;
+  /** --adopt: the table holds the source records below the connector's group offsets (positions-tool.ts). */
+  readonly holdsGroupOffsets?: boolean;
   /** ICEFLOE_LOG_FORMAT, NO_COLOR and whether stderr is a terminal (core/log-format.ts); default: none, not a terminal. */
   readonly logEnvironment?: LogEnvironment;
 }
@@ -306,7 +310,35 @@ export async function runPositions(options: PositionsCommandOptions): Promise<Po
   const store = objectStore(connector.catalog);
   const catalog = catalogFor(connector.catalog, store);
   try {
-    return await runPositionsTool({ connector, admin, catalog, store, log }, options.table, options.action);
+    return await runPositionsTool({ connector, admin, catalog, store, log }, options.table, options.action, { holdsGroupOffsets: options.holdsGroupOffsets === true });
+  } finally {
+    await admin.close().catch(() => undefined);
+    await catalog.close().catch(() => undefined);
+    await store.close().catch(() => undefined);
+  }
+}
+
+export interface ReplayCommandOptions {
+  readonly workerPropertiesPath: string;
+  readonly connectorPath: string;
+  readonly cwd: string;
+  readonly table: string;
+  readonly snapshotId: bigint;
+  /** ICEFLOE_LOG_FORMAT, NO_COLOR and whether stderr is a terminal (core/log-format.ts); default: none, not a terminal. */
+  readonly logEnvironment?: LogEnvironment;
+}
+
+/** `icefloe replay`: roll a table back to a snapshot and the connector's offsets with it (coordinate/replay.ts). */
+export async function runReplay(options: ReplayCommandOptions): Promise<ReplayReport> {
+  const worker = parseWorkerProperties(readFileSync(resolvePath(options.cwd, options.workerPropertiesPath), 'utf8'), { baseDir: options.cwd });
+  const log = createLogger('warn', {}, resolveLogOutput(worker.logFormat, options.logEnvironment ?? PLAIN_ENVIRONMENT));
+  const file = parseConnectorFile(readFileSync(resolvePath(options.cwd, options.connectorPath), 'utf8'), options.connectorPath);
+  const connector = parseConnectorConfig(file.config, worker.defaultCatalogProps === undefined ? {} : { defaultCatalog: worker.defaultCatalogProps });
+  const admin = await ConfluentKafkaAdmin.connect({ settings: workerKafkaSettings(worker, worker.adminProps), overrides: connector.adminOverrides });
+  const store = objectStore(connector.catalog);
+  const catalog = catalogFor(connector.catalog, store);
+  try {
+    return await replayTable({ connector, admin, catalog, store, log }, options.table, options.snapshotId);
   } finally {
     await admin.close().catch(() => undefined);
     await catalog.close().catch(() => undefined);
