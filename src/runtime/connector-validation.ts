@@ -51,9 +51,6 @@ export interface ValidationDeps {
   readonly strict?: boolean;
 }
 
-/** Connect's text for a null config value in a create or update (a 4.3.1 worker's recorded answer). */
-export const NULL_VALUE = 'Null value can not be supplied as the configuration value.';
-
 const BAD_REQUEST_EXCEPTION = 'org.apache.kafka.connect.runtime.rest.errors.BadRequestException';
 const CONNECT_EXCEPTION = 'org.apache.kafka.connect.errors.ConnectException';
 
@@ -226,17 +223,12 @@ export async function validateConfig(plugin: string, config: Readonly<Record<str
 }
 
 /**
- * Before a create or update: refuses (400, Connect's texts) a config with a null value (PATCH removes
- * its null keys before), without our connector type or with any error, else returns its ConfigInfos. No catalog probe unless asked (see the module header).
+ * Before a create or update: refuses (400, Connect's texts) a config without our connector type or with
+ * any error, else returns its ConfigInfos. No catalog probe unless asked (see the module header).
  */
-export async function validateForWrite(config: Readonly<Record<string, string | null>>, deps: ValidationDeps, options: ValidateOptions = {}): Promise<ConfigInfos> {
-  // Connect refuses a null value before anything else, as the only error of the config.
-  if (Object.values(config).some((v) => v === null)) {
-    throw new RequestRefused('bad-request', invalidConfigMessage({ name: '', error_count: 1, groups: [], configs: [{ definition: null, value: { name: '', value: null, recommended_values: [], errors: [NULL_VALUE], visible: true } }] }));
-  }
-  const strings = config as Readonly<Record<string, string>>;
-  checkConnectorType(strings, deps.plugins);
-  const infos = await infosFor(strings, deps, options.probeCatalog ?? false);
+export async function validateForWrite(config: Readonly<Record<string, string>>, deps: ValidationDeps, options: ValidateOptions = {}): Promise<ConfigInfos> {
+  checkConnectorType(config, deps.plugins);
+  const infos = await infosFor(config, deps, options.probeCatalog ?? false);
   if (infos.error_count > 0) throw new RequestRefused('bad-request', invalidConfigMessage(infos));
   return infos;
 }

@@ -76,10 +76,6 @@ test('create/update: Connect\'s 400 texts for no class, an unknown class and an 
     validateForWrite({ ...BASE, 'topics.regex': 'b' }, deps),
     refused('bad-request', 'Connector configuration is invalid and contains the following 2 error(s):\ntopics and topics.regex are mutually exclusive options, but both are set.\ntopics and topics.regex are mutually exclusive options, but both are set.\nYou can also find the above list of errors at the endpoint `/connector-plugins/{connectorType}/config/validate`'),
   );
-  await assert.rejects(
-    validateForWrite({ ...BASE, 'tasks.max': null, topics: '' }, deps),
-    refused('bad-request', 'Connector configuration is invalid and contains the following 1 error(s):\nNull value can not be supplied as the configuration value.\nYou can also find the above list of errors at the endpoint `/connector-plugins/{connectorType}/config/validate`'),
-  );
   const ok = await validateForWrite(BASE, deps);
   assert.equal(ok.error_count, 0);
 });
