@@ -14,13 +14,14 @@
  * | task      | `task` (with or w/o connector) | io.icefloe.runtime.SinkTask, org.apache.kafka.connect.runtime.WorkerSinkTask, org.apache.iceberg.connect.IcebergSinkTask, org.apache.iceberg.connect.channel.Worker |
  * | committer | `role: committer`             | io.icefloe.coordinate.Committer, org.apache.iceberg.connect.channel.Coordinator, org.apache.iceberg.connect.channel.CommitterImpl |
  *
- * Semantics are Java Connect's (`Loggers`): GET lists every known logger with its effective level (a
- * 4.3.1 worker lists all its loggers, not only the ones set); a name is known once it is in the table
- * above or was set through PUT; PUT on a name sets it and every known name below it
- * (`io.icefloe`, `org.apache.kafka.connect`, `root` for all) and returns those names sorted; an unknown
- * GET is 404 `Logger <name> not found.`, a bad level 404 `invalid log level '<lvl>'.`. A category logs at
- * the level most recently set on any of its names (or inherited from the nearest set ancestor, else
- * root). `scope=cluster` acts like `worker`: a standalone worker is the whole cluster.
+ * Semantics are a Kafka Connect 4.3.1 worker's (docs/design/rest-conformance.md, item 20): GET lists
+ * every known logger with its effective level (all of them, not only the ones set); a name is known once
+ * it is in the table above or was set through PUT; PUT on a name sets it and every known name below it
+ * (`io.icefloe`, `org.apache.kafka.connect`, `root` for all) whose level differs, stamps their
+ * `last_modified`, and returns their names sorted (`[]` when nothing changed); an unknown GET is 404
+ * `Logger <name> not found.`, a bad level 404 `invalid log level '<lvl>'.`. The names of one category
+ * are one logger: setting any of them sets them all. A name never set inherits from its nearest set
+ * ancestor, else root. `scope=cluster` acts like `worker`: a standalone worker is the whole cluster.
  *
  * Must not: import pino (the composition root owns it; `LogLevelTracker` sets `level` on anything that
  * has one).
@@ -67,18 +68,21 @@ export function categoryOf(bindings: Readonly<Record<string, unknown>>): LoggerC
 }
 
 interface Entry {
-  /** Null: inherits. */
+  /** Null: inherits from the nearest set ancestor, else root. */
   level: string | null;
   lastModified: number | null;
-  /** Order of the change that set it (root's initial level is 0), for "most recently set wins". */
-  seq: number;
 }
 
+/** Every name of the category table, to its category. */
+const CATEGORY_OF_NAME: ReadonlyMap<string, LoggerCategory> = new Map(CATEGORIES.flatMap((c) => LOGGER_NAMES[c].map((n) => [n, c] as const)));
+
 export class LoggerLevels {
-  readonly #entries = new Map<string, Entry>();
+  /** Names outside the category table that were set through PUT, and root. */
+  readonly #named = new Map<string, Entry>();
+  /** One entry per category: its names are one logger, so they share a level and a last_modified. */
+  readonly #categories = new Map<LoggerCategory, Entry>(CATEGORIES.map((c) => [c, { level: null, lastModified: null }]));
   readonly #listeners = new Set<(levels: Readonly<Record<LoggerCategory, PinoLevel>>) => void>();
   readonly #now: () => number;
-  #seq = 0;
 
   /** `initialLevel`: the worker's level at start, a pino name (`info`, ICEFLOE_LOG_LEVEL) or a Java one. */
   constructor(options: { readonly initialLevel?: string; readonly now?: () => number } = {}) {
@@ -86,65 +90,87 @@ export class LoggerLevels {
     const initial = options.initialLevel ?? 'info';
     const java = FROM_PINO[initial.toLowerCase()] ?? (LEVELS[initial.toUpperCase()] === undefined ? undefined : initial.toUpperCase());
     if (java === undefined) throw new ConfigError(`invalid log level '${initial}'`);
-    this.#entries.set(ROOT_LOGGER, { level: java, lastModified: null, seq: 0 });
-    for (const names of Object.values(LOGGER_NAMES)) for (const name of names) this.#entries.set(name, { level: null, lastModified: null, seq: 0 });
+    this.#named.set(ROOT_LOGGER, { level: java, lastModified: null });
   }
 
-  /** The nearest set level for `name`: its own, a known ancestor's (dotted prefix), else root's. */
-  #effective(name: string): { level: string; seq: number } {
-    for (let n: string | undefined = name; n !== undefined; n = n.includes('.') ? n.slice(0, n.lastIndexOf('.')) : undefined) {
-      const e = this.#entries.get(n);
-      if (e?.level !== null && e !== undefined) return { level: e.level, seq: e.seq };
+  #entry(name: string): Entry | undefined {
+    const category = CATEGORY_OF_NAME.get(name);
+    return category === undefined ? this.#named.get(name) : this.#categories.get(category);
+  }
+
+  /** The level of a set ancestor (dotted prefix) of any of `names`, the nearest one, else root's. */
+  #inherited(names: readonly string[]): string {
+    let best: { depth: number; level: string } | undefined;
+    for (const name of names) {
+      for (let n = name; n.includes('.'); ) {
+        n = n.slice(0, n.lastIndexOf('.'));
+        const level = this.#named.get(n)?.level;
+        if (level !== undefined && level !== null && (best === undefined || n.length > best.depth)) best = { depth: n.length, level };
+      }
     }
-    const root = this.#entries.get(ROOT_LOGGER) as Entry;
-    return { level: root.level as string, seq: root.seq };
+    return best?.level ?? (this.#named.get(ROOT_LOGGER)?.level as string);
+  }
+
+  #effective(name: string): string {
+    const entry = this.#entry(name);
+    if (entry?.level !== null && entry !== undefined) return entry.level;
+    const category = CATEGORY_OF_NAME.get(name);
+    return this.#inherited(category === undefined ? [name] : LOGGER_NAMES[category]);
+  }
+
+  #names(): string[] {
+    return [...CATEGORY_OF_NAME.keys(), ...this.#named.keys()].sort();
   }
 
   /** `GET /admin/loggers`: every known logger with its effective level, root included, sorted by name. */
   loggers(): Readonly<Record<string, LoggerLevel>> {
     const out: Record<string, LoggerLevel> = {};
-    for (const name of [...this.#entries.keys()].sort()) out[name] = this.logger(name);
+    for (const name of this.#names()) out[name] = this.logger(name);
     return out;
   }
 
   /** `GET /admin/loggers/{name}`: its effective level; 404 when no such logger is known. */
   logger(name: string): LoggerLevel {
-    const e = this.#entries.get(name);
+    const e = this.#entry(name);
     if (e === undefined) throw new RequestRefused('not-found', `Logger ${name} not found.`);
-    return { level: this.#effective(name).level, last_modified: e.lastModified };
+    return { level: this.#effective(name), last_modified: e.lastModified };
   }
 
   /**
-   * `PUT /admin/loggers/{name}`: sets `name` and every known logger whose name starts with it (all of
-   * them for root), case-insensitive level; returns the names set, sorted. `scope` is accepted and acts
-   * as `worker` (see the module header).
+   * `PUT /admin/loggers/{name}`: sets `name` and every known logger below it (all of them for root) whose
+   * level differs, case-insensitive level; returns the names whose level changed, sorted (`[]` when none
+   * did, as a 4.3.1 worker answers). `scope` is accepted and acts as `worker` (see the module header).
    */
   setLevel(name: string, level: string, _scope: 'worker' | 'cluster' = 'worker'): readonly string[] {
     const upper = level.trim().toUpperCase();
     if (LEVELS[upper] === undefined) throw new RequestRefused('not-found', `invalid log level '${level}'.`);
-    if (!this.#entries.has(name)) this.#entries.set(name, { level: null, lastModified: null, seq: 0 });
+    if (this.#entry(name) === undefined) this.#named.set(name, { level: null, lastModified: null });
     // Java matches `startsWith(name)`, so its Worker would also set WorkerSinkTask; a dotted boundary
     // keeps `io.icefloe.runtime.Worker` to the worker's own lines.
-    const affected = name === ROOT_LOGGER ? [...this.#entries.keys()] : [...this.#entries.keys()].filter((n) => n === name || n.startsWith(`${name}.`));
-    const seq = ++this.#seq;
+    const below = (n: string): boolean => name === ROOT_LOGGER || n === name || n.startsWith(`${name}.`);
+    const changing = this.#names().filter((n) => below(n) && this.#effective(n) !== upper);
     const now = this.#now();
-    for (const n of affected) this.#entries.set(n, { level: upper, lastModified: now, seq });
-    const levels = this.categoryLevels();
-    for (const listener of this.#listeners) listener(levels);
-    return affected.sort();
+    const changed = new Set<string>();
+    for (const n of changing) {
+      const category = CATEGORY_OF_NAME.get(n);
+      for (const alias of category === undefined ? [n] : LOGGER_NAMES[category]) changed.add(alias);
+    }
+    const entries = new Set([...changed].map((n) => this.#entry(n) as Entry));
+    for (const e of entries) {
+      e.level = upper;
+      e.lastModified = now;
+    }
+    if (changed.size > 0) {
+      const levels = this.categoryLevels();
+      for (const listener of this.#listeners) listener(levels);
+    }
+    return [...changed].sort();
   }
 
   /** The pino level each category logs at now. */
   categoryLevels(): Readonly<Record<LoggerCategory, PinoLevel>> {
     const out = {} as Record<LoggerCategory, PinoLevel>;
-    for (const category of CATEGORIES) {
-      let best = { level: 'INFO', seq: -1 };
-      for (const name of LOGGER_NAMES[category]) {
-        const e = this.#effective(name);
-        if (e.seq > best.seq) best = e;
-      }
-      out[category] = LEVELS[best.level] ?? 'info';
-    }
+    for (const category of CATEGORIES) out[category] = LEVELS[this.#effective(LOGGER_NAMES[category][0] as string)] ?? 'info';
     return Object.freeze(out);
   }
 

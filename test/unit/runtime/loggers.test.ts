@@ -21,26 +21,37 @@ test('GET: every known logger with its effective level, root included; unknown n
   assert.throws(() => new LoggerLevels({ initialLevel: 'loud' }), ConfigError);
 });
 
-test('PUT: a namespace sets every known logger below it, returns them sorted; the namespace becomes known; levels case-insensitive', () => {
+test('PUT: a namespace sets every known logger below it whose level differs, returns the changed names sorted; levels case-insensitive', () => {
   const levels = new LoggerLevels({ now: clock() });
-  const set = levels.setLevel('org.apache.kafka.connect', 'debug', 'worker');
-  assert.deepEqual(set, ['org.apache.kafka.connect', 'org.apache.kafka.connect.runtime.Worker', 'org.apache.kafka.connect.runtime.WorkerConnector', 'org.apache.kafka.connect.runtime.WorkerSinkTask']);
-  assert.deepEqual(levels.logger('org.apache.kafka.connect'), { level: 'DEBUG', last_modified: 1_700_000_000_001 });
-  assert.deepEqual(levels.logger('org.apache.kafka.connect.runtime.WorkerSinkTask'), { level: 'DEBUG', last_modified: 1_700_000_000_001 });
-  assert.equal(levels.logger('io.icefloe.runtime.SinkTask').level, 'INFO', 'another name of the category keeps its own level');
+  // The names of one category are one logger: setting a Java name sets Icefloe's too.
+  const set = levels.setLevel('org.apache.kafka.connect.runtime', 'debug', 'worker');
+  assert.deepEqual(set, [
+    'io.icefloe.runtime.SinkTask', 'io.icefloe.runtime.Worker', 'io.icefloe.runtime.WorkerConnector',
+    'org.apache.iceberg.connect.IcebergSinkConnector', 'org.apache.iceberg.connect.IcebergSinkTask', 'org.apache.iceberg.connect.channel.Worker',
+    'org.apache.kafka.connect.runtime', 'org.apache.kafka.connect.runtime.Worker', 'org.apache.kafka.connect.runtime.WorkerConnector', 'org.apache.kafka.connect.runtime.WorkerSinkTask',
+  ]);
+  assert.deepEqual(levels.logger('org.apache.kafka.connect.runtime'), { level: 'DEBUG', last_modified: 1_700_000_000_001 });
+  assert.deepEqual(levels.logger('io.icefloe.runtime.SinkTask'), { level: 'DEBUG', last_modified: 1_700_000_000_001 });
+  assert.deepEqual(levels.logger('io.icefloe.coordinate.Committer'), { level: 'INFO', last_modified: null }, 'not below the namespace');
+  // The same level again changes nothing (a 4.3.1 worker answers []), and stamps nothing.
+  assert.deepEqual(levels.setLevel('org.apache.kafka.connect.runtime.WorkerSinkTask', 'DEBUG'), []);
+  assert.equal(levels.logger('io.icefloe.runtime.SinkTask').last_modified, 1_700_000_000_001);
   // A name is set alone, not its siblings that merely start with the same text (Worker vs WorkerSinkTask).
-  assert.deepEqual(levels.setLevel('org.apache.kafka.connect.runtime.Worker', 'Warn', 'cluster'), ['org.apache.kafka.connect.runtime.Worker']);
+  assert.deepEqual(levels.setLevel('org.apache.kafka.connect.runtime.Worker', 'Warn', 'cluster'), ['io.icefloe.runtime.Worker', 'org.apache.kafka.connect.runtime.Worker']);
   assert.equal(levels.logger('org.apache.kafka.connect.runtime.WorkerSinkTask').level, 'DEBUG');
-  // A new name below a set namespace inherits until set itself.
-  levels.setLevel('com.example', 'ERROR');
-  assert.deepEqual(levels.setLevel('root', 'TRACE').length, Object.keys(levels.loggers()).length);
+  // A name set through PUT is known from then on; one below a set namespace inherits until set itself.
+  assert.deepEqual(levels.setLevel('com.example', 'ERROR'), ['com.example']);
+  assert.deepEqual(levels.setLevel('com.example.Thing', 'error'), [], 'it inherits ERROR already');
+  assert.equal(levels.logger('com.example.Thing').level, 'ERROR');
+  const all = levels.setLevel('root', 'TRACE');
+  assert.deepEqual(all, Object.keys(levels.loggers()));
   assert.ok(Object.values(levels.loggers()).every((l) => l.level === 'TRACE'));
   for (const bad of ['bogus', '', 'verbose']) {
     assert.throws(() => levels.setLevel('root', bad), (e: unknown) => e instanceof RequestRefused && e.refusal === 'not-found' && e.message === `invalid log level '${bad}'.`);
   }
 });
 
-test('categories: the most recently set name wins; OFF is silent; the change hook gets every category', () => {
+test('categories: any name of a category sets it; OFF is silent; the change hook gets every category after a change', () => {
   const levels = new LoggerLevels({ now: clock() });
   const seen: unknown[] = [];
   const stop = levels.onChange((l) => seen.push(l));
@@ -53,6 +64,8 @@ test('categories: the most recently set name wins; OFF is silent; the change hoo
   levels.setLevel('io.icefloe.coordinate', 'warn');
   assert.equal(levels.categoryLevels().committer, 'warn');
   assert.equal(seen.length, 4);
+  levels.setLevel('io.icefloe.coordinate', 'WARN');
+  assert.equal(seen.length, 4, 'no change, no call');
   assert.deepEqual(seen.at(-1), levels.categoryLevels());
   stop();
   levels.setLevel('root', 'error');
