@@ -173,9 +173,11 @@ function restAuth(c: CatalogConfig): RestAuthConfig {
   return { type: 'none' };
 }
 
-function catalogFor(c: CatalogConfig, store: ObjectStore): Catalog {
+function catalogFor(c: CatalogConfig, store: ObjectStore, probe = false): Catalog {
   if (c.type === 'rest') {
-    return new RestCatalog({ uri: c.uri, name: c.name, ...(c.warehouse === null ? {} : { warehouse: c.warehouse }), auth: restAuth(c), properties: c.props });
+    // A validation probe asks once, inside its time box: retries would hide the real cause behind a time-out.
+    const quick = probe ? { readRetry: { maxAttempts: 1 }, requestTimeoutMs: 3_000 } : {};
+    return new RestCatalog({ uri: c.uri, name: c.name, ...(c.warehouse === null ? {} : { warehouse: c.warehouse }), auth: restAuth(c), properties: c.props, ...quick });
   }
   const warehouse = c.warehouse;
   if (warehouse === null) throw new ConfigError('iceberg.catalog.warehouse is required for a SQL catalog');
@@ -493,6 +495,19 @@ async function serveRest(herder: StandaloneHerder, worker: WorkerConfig, log: Lo
   return listeners;
 }
 
+/** What validation's catalog probe opens: the catalog with one quick try, closed with its store. */
+function probeTarget(c: CatalogConfig): { listNamespaces(): Promise<unknown>; close(): Promise<void> } {
+  const store = objectStore(c);
+  const catalog = catalogFor(c, store, true);
+  return {
+    listNamespaces: () => catalog.listNamespaces(),
+    async close() {
+      await catalog.close().catch(() => undefined);
+      await store.close().catch(() => undefined);
+    },
+  };
+}
+
 /** Why the standalone command ends when a connector could not start (--exit-on-failure). */
 function startFailure(first: { readonly name: string; readonly error: unknown }): unknown {
   const e = first.error;
@@ -597,7 +612,7 @@ export async function runStandalone(options: StandaloneOptions): Promise<Standal
   const plugins = new ConnectorPlugins({ icefloeVersion: packageVersion() });
   const providers = configProviders(worker.configProviders, providerIO(options.env ?? {}));
   const parseOptions = worker.defaultCatalogProps === undefined ? {} : { defaultCatalog: worker.defaultCatalogProps };
-  const validation: ValidationDeps = { plugins, providers, ...parseOptions, catalogProbe: catalogProbe((c) => catalogFor(c, objectStore(c))) };
+  const validation: ValidationDeps = { plugins, providers, ...parseOptions, catalogProbe: catalogProbe(probeTarget) };
   levels.onChange((l) => {
     tracker.apply(l);
     sw.setTaskLogLevel(l.task);
