@@ -20,7 +20,7 @@ import { assertExactlyOnce } from '../helpers/exactly-once.ts';
 import type { Coordinates } from '../helpers/exactly-once.ts';
 import { kafkaSettings, sleep, unique } from '../helpers/kafka.ts';
 import { committedRecords, e2eResources, PROCESS_WORKER, produceJson, SCHEMALESS_JSON, sinkConnector, stopWorker, uniqueIdent, waitCommitted } from '../helpers/sink-e2e.ts';
-import { startWorker } from '../helpers/worker.ts';
+import { startWorker, untilWorkers } from '../helpers/worker.ts';
 import type { WorkerProcess } from '../helpers/worker.ts';
 
 const TIMEOUT = 600_000;
@@ -36,6 +36,11 @@ async function freePort(): Promise<number> {
   await new Promise<void>((resolve) => server.close(() => resolve()));
   if (address === null || typeof address === 'string') throw new Error('no port');
   return address.port;
+}
+
+/** How many times the worker has logged stopping `connector` (PUT /stop, a new config, DELETE). */
+function stops(w: WorkerProcess, connector: string): number {
+  return w.logs('connector stopped').filter((l) => l['connector'] === connector).length;
 }
 
 /** `count` JSON records spread over the partitions, ids from `from`. */
@@ -215,11 +220,16 @@ async function lifecycle(t: TestContext, kind: ClientKind): Promise<void> {
   await waitCommitted(worker, table, produced.length, 180_000);
 
   // Delete: gone for the client (a 404 it reports), no longer listed.
+  const stopsBeforeDelete = stops(worker, name);
   await client.ok({ op: 'delete', name });
   const gone = await client.call({ op: 'get', name });
   assert.deepEqual([gone.ok, gone.error?.errorCode], [false, 404], `GET after DELETE: ${JSON.stringify(gone)}`);
   assert.ok(!((await client.ok({ op: 'list' })) as string[]).includes(name), 'GET /connectors no longer lists it');
 
+  // DELETE answers before the connector has stopped (herder.deleteConnector stops it in the background);
+  // a SIGTERM overlapping that stop is a separate shutdown race (it has ended the worker with exit 13), so
+  // the worker is stopped once the deleted connector's own stop is logged.
+  await untilWorkers('the deleted connector\'s stop', () => stops(worker, name) > stopsBeforeDelete, [worker], 60_000);
   await stopWorker(worker);
   await assertExactlyOnce(table, produced);
   assert.equal(committedRecords(worker, table), produced.length, 'the worker committed each record once');
