@@ -533,7 +533,11 @@ function inProcessTaskHandle(spec: TaskSpec, log: Logger, onAnnounced: () => voi
   return {
     taskId,
     done,
-    state: () => (task === undefined ? { state: 'UNASSIGNED' } : { state: task.state, ...(task.trace === undefined ? {} : { trace: task.trace }) }),
+    state: () => {
+      if (task === undefined) return { state: 'UNASSIGNED' };
+      const note = task.progressNote;
+      return { state: task.state, ...(task.trace === undefined ? {} : { trace: task.trace }), ...(note === undefined ? {} : { note }) };
+    },
     stop: async () => {
       (await started).task.stop();
     },
