@@ -28,6 +28,8 @@ import { effectiveConverter } from './config/converters.ts';
 import { parseConnectorFile, parseWorkerProperties, validateWorkerConfig } from './config/worker-config.ts';
 import { runPositionsTool } from './coordinate/positions-tool.ts';
 import type { PositionsAction, PositionsReport } from './coordinate/positions-tool.ts';
+import { replayTable } from './coordinate/replay.ts';
+import type { ReplayReport } from './coordinate/replay.ts';
 import type { WorkerConfig } from './config/worker-config.ts';
 import type { Catalog } from './commit/port.ts';
 import { RestCatalog } from './commit/rest/catalog.ts';
@@ -53,7 +55,14 @@ import { DEFAULT_SESSION_TIMEOUT_MS, checkTaskIdsFree, lingerMs, taskClientId } 
 import { StandaloneWorker } from './runtime/worker.ts';
 import { StandaloneHerder } from './runtime/herder.ts';
 import type { OffsetsPort } from './runtime/herder.ts';
-import { herderLoggers, herderPlugins, parseForHerder } from './runtime/herder-ports.ts';
+import { ConnectorPlugins } from './runtime/connector-plugins.ts';
+import { validateConfig, validateForWrite } from './runtime/connector-validation.ts';
+import type { ValidationDeps } from './runtime/connector-validation.ts';
+import { catalogProbe } from './runtime/catalog-probe.ts';
+import { LoggerLevels, LogLevelTracker } from './runtime/loggers.ts';
+import type { PinoLevel } from './runtime/loggers.ts';
+import { providerIO } from './runtime/provider-io.ts';
+import { configProviders, resolveConfig } from './config/config-providers.ts';
 import type { ServerInfo } from './runtime/herder-api.ts';
 import { FileConnectorStore } from './runtime/connector-store.ts';
 import { buildServer } from './rest/server.ts';
@@ -73,20 +82,24 @@ import type { TaskHandle } from './runtime/worker.ts';
  * JSON lines as pino writes them, or each line turned into a pretty one (core/log-format.ts) on its way to
  * the same synchronous destination; pretty lines leave out the process id (task=… tells the processes apart).
  */
-export function createLogger(level: string = 'info', bindings: Record<string, unknown> = {}, output: LogOutput = JSON_LOGS): Logger {
+export function createLogger(level: string = 'info', bindings: Record<string, unknown> = {}, output: LogOutput = JSON_LOGS, tracker?: LogLevelTracker): Logger {
   const fd2 = pino.destination({ fd: 2, sync: true });
   const base =
     output.format === 'json'
       ? pino({ level, base: { pid: process.pid, ...bindings } }, fd2)
       : pino({ level, base: { ...bindings } }, { write: (line: string) => fd2.write(`${prettyFromJson(line, { colour: output.colour })}\n`) });
-  const wrap = (p: pino.Logger): Logger => ({
-    debug: (m, f) => p.debug(f ?? {}, m),
-    info: (m, f) => p.info(f ?? {}, m),
-    warn: (m, f) => p.warn(f ?? {}, m),
-    error: (m, f) => p.error(f ?? {}, m),
-    child: (f) => wrap(p.child(f)),
-  });
-  return wrap(base);
+  // Each pino logger is tracked with its accumulated bindings: PUT /admin/loggers sets its category's level.
+  const wrap = (p: pino.Logger, bound: Record<string, unknown>): Logger => {
+    tracker?.track(p, bound);
+    return {
+      debug: (m, f) => p.debug(f ?? {}, m),
+      info: (m, f) => p.info(f ?? {}, m),
+      warn: (m, f) => p.warn(f ?? {}, m),
+      error: (m, f) => p.error(f ?? {}, m),
+      child: (f) => wrap(p.child(f), { ...bound, ...f }),
+    };
+  };
+  return wrap(base, bindings);
 }
 
 /**
@@ -262,8 +275,10 @@ function startTaskProcess(spec: TaskSpec, log: Logger, onAnnounced: () => void):
 
 /** `icefloe task`: the child side of startTaskProcess (runtime/task-process.ts: when and how it exits). */
 export function runTaskChild(): Promise<number> {
+  const tracker: { current?: LogLevelTracker } = {};
   return runTaskProcess<TaskSpec>({
-    logger: (spec) => createLogger(spec.logLevel, { task: spec.taskId }, spec.logOutput),
+    logger: (spec) => createLogger(spec.logLevel, { task: spec.taskId }, spec.logOutput, (tracker.current = new LogLevelTracker(spec.logLevel as PinoLevel))),
+    setLogLevel: (level) => tracker.current?.apply({ worker: level as PinoLevel, connector: level as PinoLevel, task: level as PinoLevel, committer: level as PinoLevel }),
     start: (spec, log, onAnnounced) => startTaskInProcess(spec, log, onAnnounced),
     orphanStopMs: (spec) => spec.shutdownTimeoutMs,
   });
@@ -279,6 +294,8 @@ export interface PositionsCommandOptions {
   readonly cwd: string;
   readonly table: string;
   readonly action: PositionsAction;
+  /** --adopt: the table holds the source records below the connector's group offsets (positions-tool.ts). */
+  readonly holdsGroupOffsets?: boolean;
   /** ICEFLOE_LOG_FORMAT, NO_COLOR and whether stderr is a terminal (core/log-format.ts); default: none, not a terminal. */
   readonly logEnvironment?: LogEnvironment;
 }
@@ -293,7 +310,35 @@ export async function runPositions(options: PositionsCommandOptions): Promise<Po
   const store = objectStore(connector.catalog);
   const catalog = catalogFor(connector.catalog, store);
   try {
-    return await runPositionsTool({ connector, admin, catalog, store, log }, options.table, options.action);
+    return await runPositionsTool({ connector, admin, catalog, store, log }, options.table, options.action, { holdsGroupOffsets: options.holdsGroupOffsets === true });
+  } finally {
+    await admin.close().catch(() => undefined);
+    await catalog.close().catch(() => undefined);
+    await store.close().catch(() => undefined);
+  }
+}
+
+export interface ReplayCommandOptions {
+  readonly workerPropertiesPath: string;
+  readonly connectorPath: string;
+  readonly cwd: string;
+  readonly table: string;
+  readonly snapshotId: bigint;
+  /** ICEFLOE_LOG_FORMAT, NO_COLOR and whether stderr is a terminal (core/log-format.ts); default: none, not a terminal. */
+  readonly logEnvironment?: LogEnvironment;
+}
+
+/** `icefloe replay`: roll a table back to a snapshot and the connector's offsets with it (coordinate/replay.ts). */
+export async function runReplay(options: ReplayCommandOptions): Promise<ReplayReport> {
+  const worker = parseWorkerProperties(readFileSync(resolvePath(options.cwd, options.workerPropertiesPath), 'utf8'), { baseDir: options.cwd });
+  const log = createLogger('warn', {}, resolveLogOutput(worker.logFormat, options.logEnvironment ?? PLAIN_ENVIRONMENT));
+  const file = parseConnectorFile(readFileSync(resolvePath(options.cwd, options.connectorPath), 'utf8'), options.connectorPath);
+  const connector = parseConnectorConfig(file.config, worker.defaultCatalogProps === undefined ? {} : { defaultCatalog: worker.defaultCatalogProps });
+  const admin = await ConfluentKafkaAdmin.connect({ settings: workerKafkaSettings(worker, worker.adminProps), overrides: connector.adminOverrides });
+  const store = objectStore(connector.catalog);
+  const catalog = catalogFor(connector.catalog, store);
+  try {
+    return await replayTable({ connector, admin, catalog, store, log }, options.table, options.snapshotId);
   } finally {
     await admin.close().catch(() => undefined);
     await catalog.close().catch(() => undefined);
@@ -311,8 +356,8 @@ export interface StandaloneOptions {
   readonly logEnvironment?: LogEnvironment;
   /** --exit-on-failure: a connector that cannot start ends the worker (otherwise its status says FAILED). */
   readonly exitOnFailure?: boolean;
-  /** This worker's REST identity (`host:port`), once its listener is bound. */
-  readonly workerId?: () => string;
+  /** The environment `${env:...}` config references read (the entry point passes process.env). */
+  readonly env?: Readonly<Record<string, string | undefined>>;
 }
 
 /**
@@ -393,6 +438,12 @@ function herderOffsets(settings: ClientSettings): OffsetsPort {
     alter: () => Promise.reject(new RequestRefused('failed', 'altering offsets is not supported yet')),
     reset: () => Promise.reject(new RequestRefused('failed', 'resetting offsets is not supported yet')),
   };
+}
+
+/** The package version (the Icefloe plugin's version in GET /connector-plugins). */
+function packageVersion(): string {
+  const pkg = JSON.parse(readFileSync(resolvePath(dirname(fileURLToPath(import.meta.url)), '..', 'package.json'), 'utf8')) as { version: string };
+  return pkg.version;
 }
 
 /** GET /: the API level, this build's commit, and the id of the Kafka cluster the worker consumes from. */
@@ -487,7 +538,9 @@ export async function runStandalone(options: StandaloneOptions): Promise<Standal
   const worker = parseWorkerProperties(workerText, { baseDir: options.cwd });
   // Decided here, once, for the worker and its task processes (a task's spec carries it).
   const logOutput = resolveLogOutput(worker.logFormat, options.logEnvironment ?? PLAIN_ENVIRONMENT);
-  const log = createLogger(logLevel, {}, logOutput);
+  const levels = new LoggerLevels({ initialLevel: logLevel });
+  const tracker = new LogLevelTracker(levels.categoryLevels());
+  const log = createLogger(logLevel, {}, logOutput, tracker);
   for (const w of worker.warnings) log.warn(w);
   const workerProps = worker.stored();
   const connectors = options.connectorPaths.map((p) => {
@@ -514,7 +567,7 @@ export async function runStandalone(options: StandaloneOptions): Promise<Standal
       const taskId = n + worker.taskIdOffset;
       // A crash point is armed in a task's first incarnation only: the restarted task is the recovery under test.
       const crash = incarnation === 0 ? options.crash : undefined;
-      const spec: TaskSpec = { workerProps, baseDir: options.cwd, connector: c.stored(), taskId, crash, logLevel, logOutput, shutdownTimeoutMs: worker.taskShutdownTimeoutMs };
+      const spec: TaskSpec = { workerProps, baseDir: options.cwd, connector: c.stored(), taskId, crash, logLevel: sw.taskLogLevel ?? logLevel, logOutput, shutdownTimeoutMs: worker.taskShutdownTimeoutMs };
       if (worker.tasksMode === 'process') return startTaskProcess(spec, log, onAnnounced);
       return inProcessTaskHandle(spec, log, onAnnounced);
     },
@@ -535,15 +588,24 @@ export async function runStandalone(options: StandaloneOptions): Promise<Standal
       };
     },
   });
+  const plugins = new ConnectorPlugins({ icefloeVersion: packageVersion() });
+  const providers = configProviders(worker.configProviders, providerIO(options.env ?? {}));
+  const parseOptions = worker.defaultCatalogProps === undefined ? {} : { defaultCatalog: worker.defaultCatalogProps };
+  const validation: ValidationDeps = { plugins, providers, ...parseOptions, catalogProbe: catalogProbe((c) => catalogFor(c, objectStore(c))) };
+  levels.onChange((l) => {
+    tracker.apply(l);
+    sw.setTaskLogLevel(l.task);
+  });
   const self: { rest?: RestListeners } = {};
   const herder = new StandaloneHerder({
     worker: sw,
     store: new FileConnectorStore(worker.connectorsFile),
     log,
-    parse: (raw) => parseForHerder(raw, worker),
+    checkConfig: async (raw) => void (await validateForWrite(raw, validation)),
+    parse: (raw) => parseConnectorConfig(resolveConfig(raw, providers), parseOptions),
     offsets: herderOffsets(settings),
-    plugins: herderPlugins(worker),
-    loggers: herderLoggers(logLevel),
+    plugins: { plugins: (only) => plugins.plugins(only), pluginConfig: (p) => plugins.pluginConfig(p), validate: (p, c) => validateConfig(p, c, validation) },
+    loggers: levels,
     serverInfo: () => serverInfo(settings),
     workerId: () => self.rest?.workerId ?? `${hostname()}:${worker.rest.listeners[0]?.port ?? 8083}`,
     topicTracking: worker.rest.topicTracking,
