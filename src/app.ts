@@ -12,13 +12,14 @@
  */
 import { ConfluentControlTopicReader, ConfluentKafkaAdmin, ConfluentKafkaSource, ConfluentTransactionalProducer } from './consume/confluent/index.ts';
 import type { ClientSettings } from './consume/confluent/index.ts';
+import { sourceOffsetReset } from './consume/confluent/index.ts';
 import { ConfluentSchemaResolver, registryOptionsFromConverterProps } from './decode/registry/schema-registry.ts';
 import { fork } from 'node:child_process';
 import { mkdirSync, readFileSync } from 'node:fs';
 import { dirname, resolve as resolvePath } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import pino from 'pino';
-import { ConfigError, FatalError, IcefloeError, RequestRefused, RetriableError } from './core/errors.ts';
+import { ConfigError, FatalError, IcefloeError, RetriableError } from './core/errors.ts';
 import type { Logger } from './core/log.ts';
 import { JSON_LOGS, PLAIN_ENVIRONMENT, prettyFromJson, resolveLogOutput } from './core/log-format.ts';
 import type { LogEnvironment, LogOutput } from './core/log-format.ts';
@@ -56,6 +57,8 @@ import { StandaloneWorker } from './runtime/worker.ts';
 import { StandaloneHerder } from './runtime/herder.ts';
 import type { OffsetsPort } from './runtime/herder.ts';
 import { ConnectorPlugins } from './runtime/connector-plugins.ts';
+import { alterConnectorOffsets, connectorOffsets, resetConnectorOffsets } from './runtime/connector-offsets.ts';
+import type { OffsetsDeps } from './runtime/connector-offsets.ts';
 import { validateConfig, validateForWrite } from './runtime/connector-validation.ts';
 import type { ValidationDeps } from './runtime/connector-validation.ts';
 import { catalogProbe } from './runtime/catalog-probe.ts';
@@ -418,25 +421,28 @@ export interface Standalone {
 /** The Connect REST API level Icefloe answers as (kcctl and others gate features on it: connect-rest.md §0.6). */
 const CONNECT_API_VERSION = '3.9.0';
 
-/** Sink offsets of the connector's consumer group (GET /connectors/{c}/offsets). */
-function herderOffsets(settings: ClientSettings): OffsetsPort {
-  const withAdmin = async <T>(c: ConnectorConfig, f: (admin: ConfluentKafkaAdmin) => Promise<T>): Promise<T> => {
+/**
+ * The offsets API of a sink (runtime/connector-offsets.ts): the consumer group's offsets, changed only
+ * where every table of the connector stays consistent with them.
+ */
+function herderOffsets(worker: WorkerConfig, settings: ClientSettings, log: Logger): OffsetsPort {
+  const withDeps = async <T>(c: ConnectorConfig, f: (deps: OffsetsDeps) => Promise<T>): Promise<T> => {
     const admin = await ConfluentKafkaAdmin.connect({ settings, overrides: c.adminOverrides });
+    const store = objectStore(c.catalog);
+    const catalog = catalogFor(c.catalog, store);
+    const offsetReset = sourceOffsetReset(worker.consumerProps, c.consumerOverrides);
     try {
-      return await f(admin);
+      return await f({ admin, catalog, log: log.child({ connector: c.name }), ...(offsetReset === undefined ? {} : { offsetReset }) });
     } finally {
       await admin.close().catch(() => undefined);
+      await catalog.close().catch(() => undefined);
+      await store.close().catch(() => undefined);
     }
   };
   return {
-    read: (c) =>
-      withAdmin(c, async (admin) => {
-        const topics = c.topics.kind === 'list' ? c.topics.topics : [];
-        const offsets = (await Promise.all(topics.map((t) => admin.groupOffsets(c.groupId, t)))).flat();
-        return { offsets: offsets.map((o) => ({ partition: { kafka_topic: o.topic, kafka_partition: o.partition }, offset: { kafka_offset: Number(o.offset) } })) };
-      }),
-    alter: () => Promise.reject(new RequestRefused('failed', 'altering offsets is not supported yet')),
-    reset: () => Promise.reject(new RequestRefused('failed', 'resetting offsets is not supported yet')),
+    read: (c) => withDeps(c, (d) => connectorOffsets(d.admin, c)),
+    alter: (c, offsets) => withDeps(c, (d) => alterConnectorOffsets(d, c, offsets)),
+    reset: (c) => withDeps(c, (d) => resetConnectorOffsets(d, c)),
   };
 }
 
@@ -603,7 +609,7 @@ export async function runStandalone(options: StandaloneOptions): Promise<Standal
     log,
     checkConfig: async (raw) => void (await validateForWrite(raw, validation)),
     parse: (raw) => parseConnectorConfig(resolveConfig(raw, providers), parseOptions),
-    offsets: herderOffsets(settings),
+    offsets: herderOffsets(worker, settings, log),
     plugins: { plugins: (only) => plugins.plugins(only), pluginConfig: (p) => plugins.pluginConfig(p), validate: (p, c) => validateConfig(p, c, validation) },
     loggers: levels,
     serverInfo: () => serverInfo(settings),
