@@ -33,7 +33,6 @@ import type { Logger } from '../core/log.ts';
 import type { ConnectorConfig } from '../config/connector-config.ts';
 import { GroupNotEmptyError } from '../consume/port.ts';
 import type { GroupAdmin, GroupInspector, KafkaAdmin, Watermarks } from '../consume/port.ts';
-import { parseOffsetReset } from '../consume/offset-range.ts';
 import type { OffsetReset } from '../consume/offset-range.ts';
 import type { Catalog } from '../commit/port.ts';
 import { connectorTopics, holdingKey, liveIdentity, pendingAnnouncements, pendingMessage, sourceHoldings } from '../coordinate/source-holdings.ts';
@@ -72,15 +71,6 @@ export interface OffsetsDeps {
    * (consumer.override. over the worker's consumer.), else earliest (Connect's sink default).
    */
   readonly offsetReset?: OffsetReset;
-}
-
-/**
- * `OffsetsDeps.offsetReset` for a connector: its consumer.override.auto.offset.reset over the worker's
- * consumer.auto.offset.reset (`workerConsumerProps`: the worker's consumer.* keys, prefix stripped), as
- * the task's consumer resolves it; undefined (earliest) when neither is set.
- */
-export function offsetResetOf(connector: ConnectorConfig, workerConsumerProps: Readonly<Record<string, string>>): OffsetReset | undefined {
-  return parseOffsetReset(connector.consumerOverrides['auto.offset.reset'] ?? workerConsumerProps['auto.offset.reset']);
 }
 
 /** One partition of a PATCH body: the offset to commit, or null to reset it. */
