@@ -12,6 +12,7 @@
  */
 import { ConfluentControlTopicReader, ConfluentKafkaAdmin, ConfluentKafkaSource, ConfluentTransactionalProducer } from './consume/confluent/index.ts';
 import type { ClientSettings } from './consume/confluent/index.ts';
+import { sourceOffsetReset } from './consume/confluent/index.ts';
 import { ConfluentSchemaResolver, registryOptionsFromConverterProps } from './decode/registry/schema-registry.ts';
 import { fork } from 'node:child_process';
 import { mkdirSync, readFileSync } from 'node:fs';
@@ -53,6 +54,25 @@ import { runTaskChild as runTaskProcess, taskProcessHandle } from './runtime/tas
 import type { ParentMessage } from './runtime/task-process.ts';
 import { DEFAULT_SESSION_TIMEOUT_MS, checkTaskIdsFree, lingerMs, taskClientId } from './runtime/task-ids.ts';
 import { StandaloneWorker } from './runtime/worker.ts';
+import { StandaloneHerder } from './runtime/herder.ts';
+import type { OffsetsPort } from './runtime/herder.ts';
+import { ConnectorPlugins } from './runtime/connector-plugins.ts';
+import { alterConnectorOffsets, connectorOffsets, resetConnectorOffsets } from './runtime/connector-offsets.ts';
+import type { OffsetsDeps } from './runtime/connector-offsets.ts';
+import { validateConfig, validateForWrite } from './runtime/connector-validation.ts';
+import type { ValidationDeps } from './runtime/connector-validation.ts';
+import { catalogProbe } from './runtime/catalog-probe.ts';
+import { LoggerLevels, LogLevelTracker } from './runtime/loggers.ts';
+import type { PinoLevel } from './runtime/loggers.ts';
+import { providerIO } from './runtime/provider-io.ts';
+import { configProviders, resolveConfig } from './config/config-providers.ts';
+import type { ServerInfo } from './runtime/herder-api.ts';
+import { FileConnectorStore } from './runtime/connector-store.ts';
+import { buildServer } from './rest/server.ts';
+import { basicAuthFromProperties } from './rest/auth.ts';
+import { startRestListeners } from './rest/listeners.ts';
+import type { RestListeners } from './rest/listeners.ts';
+import { hostname } from 'node:os';
 export { failureSummary } from './runtime/worker.ts';
 import type { TaskHandle } from './runtime/worker.ts';
 
@@ -65,20 +85,24 @@ import type { TaskHandle } from './runtime/worker.ts';
  * JSON lines as pino writes them, or each line turned into a pretty one (core/log-format.ts) on its way to
  * the same synchronous destination; pretty lines leave out the process id (task=… tells the processes apart).
  */
-export function createLogger(level: string = 'info', bindings: Record<string, unknown> = {}, output: LogOutput = JSON_LOGS): Logger {
+export function createLogger(level: string = 'info', bindings: Record<string, unknown> = {}, output: LogOutput = JSON_LOGS, tracker?: LogLevelTracker): Logger {
   const fd2 = pino.destination({ fd: 2, sync: true });
   const base =
     output.format === 'json'
       ? pino({ level, base: { pid: process.pid, ...bindings } }, fd2)
       : pino({ level, base: { ...bindings } }, { write: (line: string) => fd2.write(`${prettyFromJson(line, { colour: output.colour })}\n`) });
-  const wrap = (p: pino.Logger): Logger => ({
-    debug: (m, f) => p.debug(f ?? {}, m),
-    info: (m, f) => p.info(f ?? {}, m),
-    warn: (m, f) => p.warn(f ?? {}, m),
-    error: (m, f) => p.error(f ?? {}, m),
-    child: (f) => wrap(p.child(f)),
-  });
-  return wrap(base);
+  // Each pino logger is tracked with its accumulated bindings: PUT /admin/loggers sets its category's level.
+  const wrap = (p: pino.Logger, bound: Record<string, unknown>): Logger => {
+    tracker?.track(p, bound);
+    return {
+      debug: (m, f) => p.debug(f ?? {}, m),
+      info: (m, f) => p.info(f ?? {}, m),
+      warn: (m, f) => p.warn(f ?? {}, m),
+      error: (m, f) => p.error(f ?? {}, m),
+      child: (f) => wrap(p.child(f), { ...bound, ...f }),
+    };
+  };
+  return wrap(base, bindings);
 }
 
 /**
@@ -254,8 +278,10 @@ function startTaskProcess(spec: TaskSpec, log: Logger, onAnnounced: () => void):
 
 /** `icefloe task`: the child side of startTaskProcess (runtime/task-process.ts: when and how it exits). */
 export function runTaskChild(): Promise<number> {
+  const tracker: { current?: LogLevelTracker } = {};
   return runTaskProcess<TaskSpec>({
-    logger: (spec) => createLogger(spec.logLevel, { task: spec.taskId }, spec.logOutput),
+    logger: (spec) => createLogger(spec.logLevel, { task: spec.taskId }, spec.logOutput, (tracker.current = new LogLevelTracker(spec.logLevel as PinoLevel))),
+    setLogLevel: (level) => tracker.current?.apply({ worker: level as PinoLevel, connector: level as PinoLevel, task: level as PinoLevel, committer: level as PinoLevel }),
     start: (spec, log, onAnnounced) => startTaskInProcess(spec, log, onAnnounced),
     orphanStopMs: (spec) => spec.shutdownTimeoutMs,
   });
@@ -331,6 +357,10 @@ export interface StandaloneOptions {
   readonly logLevel?: string;
   /** ICEFLOE_LOG_FORMAT, NO_COLOR and whether stderr is a terminal (core/log-format.ts); default: none, not a terminal. */
   readonly logEnvironment?: LogEnvironment;
+  /** --exit-on-failure: a connector that cannot start ends the worker (otherwise its status says FAILED). */
+  readonly exitOnFailure?: boolean;
+  /** The environment `${env:...}` config references read (the entry point passes process.env). */
+  readonly env?: Readonly<Record<string, string | undefined>>;
 }
 
 /**
@@ -375,13 +405,148 @@ async function checkTaskIds(admin: ConfluentKafkaAdmin, worker: WorkerConfig, c:
   });
 }
 
-export async function runStandalone(options: StandaloneOptions): Promise<StandaloneWorker> {
+/** A running standalone worker: the herder the REST API drives, over the worker that runs the tasks. */
+export interface Standalone {
+  readonly worker: StandaloneWorker;
+  readonly herder: StandaloneHerder;
+  readonly rest: RestListeners;
+  /** Stops serving and every connector (their last cycles commit). */
+  stop(): Promise<void>;
+}
+
+// ---------------------------------------------------------------------------------------------------
+// The herder's ports
+// ---------------------------------------------------------------------------------------------------
+
+/** The Connect REST API level Icefloe answers as (kcctl and others gate features on it: connect-rest.md §0.6). */
+const CONNECT_API_VERSION = '3.9.0';
+
+/**
+ * The offsets API of a sink (runtime/connector-offsets.ts): the consumer group's offsets, changed only
+ * where every table of the connector stays consistent with them.
+ */
+function herderOffsets(worker: WorkerConfig, settings: ClientSettings, log: Logger): OffsetsPort {
+  const withDeps = async <T>(c: ConnectorConfig, f: (deps: OffsetsDeps) => Promise<T>): Promise<T> => {
+    const admin = await ConfluentKafkaAdmin.connect({ settings, overrides: c.adminOverrides });
+    const store = objectStore(c.catalog);
+    const catalog = catalogFor(c.catalog, store);
+    const offsetReset = sourceOffsetReset(worker.consumerProps, c.consumerOverrides);
+    try {
+      return await f({ admin, catalog, log: log.child({ connector: c.name }), ...(offsetReset === undefined ? {} : { offsetReset }) });
+    } finally {
+      await admin.close().catch(() => undefined);
+      await catalog.close().catch(() => undefined);
+      await store.close().catch(() => undefined);
+    }
+  };
+  return {
+    read: (c) => withDeps(c, (d) => connectorOffsets(d.admin, c)),
+    alter: (c, offsets) => withDeps(c, (d) => alterConnectorOffsets(d, c, offsets)),
+    reset: (c) => withDeps(c, (d) => resetConnectorOffsets(d, c)),
+  };
+}
+
+/** The package version (the Icefloe plugin's version in GET /connector-plugins). */
+function packageVersion(): string {
+  const pkg = JSON.parse(readFileSync(resolvePath(dirname(fileURLToPath(import.meta.url)), '..', 'package.json'), 'utf8')) as { version: string };
+  return pkg.version;
+}
+
+/** GET /: the API level, this build's commit, and the id of the Kafka cluster the worker consumes from. */
+async function serverInfo(settings: ClientSettings): Promise<ServerInfo> {
+  const admin = await ConfluentKafkaAdmin.connect({ settings });
+  let clusterId: string;
+  try {
+    clusterId = await admin.clusterId();
+  } finally {
+    await admin.close().catch(() => undefined);
+  }
+  return { version: CONNECT_API_VERSION, commit: buildCommit(), kafka_cluster_id: clusterId };
+}
+
+/** The git commit this code was checked out at (16 hex, as Kafka shows its own), or `unknown` outside a checkout. */
+function buildCommit(): string {
+  try {
+    const root = resolvePath(dirname(fileURLToPath(import.meta.url)), '..');
+    const head = readFileSync(resolvePath(root, '.git', 'HEAD'), 'utf8').trim();
+    const sha = head.startsWith('ref: ') ? readFileSync(resolvePath(root, '.git', head.slice(5)), 'utf8').trim() : head;
+    return /^[0-9a-f]{40}$/.test(sha) ? sha.slice(0, 16) : 'unknown';
+  } catch {
+    return 'unknown';
+  }
+}
+
+/** The Kafka Connect REST API on the worker's `listeners` (rest/): bound, logged, ready to serve. */
+async function serveRest(herder: StandaloneHerder, worker: WorkerConfig, log: Logger): Promise<RestListeners> {
+  const r = worker.rest;
+  const auth = r.basicAuthFile === null ? undefined : basicAuthFromProperties(readFileSync(r.basicAuthFile, 'utf8'), r.basicAuthFile);
+  const server = buildServer(herder, {
+    topicTracking: r.topicTracking,
+    adminEndpoints: r.adminEndpoints,
+    auth,
+    cors: r.cors,
+    responseHeaders: r.responseHeaders,
+    log: log.child({ component: 'rest' }),
+  });
+  const listeners = await startRestListeners(r, server.handler);
+  log.info('REST API listening', { urls: listeners.urls, workerId: listeners.workerId, basicAuth: auth !== undefined });
+  return listeners;
+}
+
+/** Why the standalone command ends when a connector could not start (--exit-on-failure). */
+function startFailure(first: { readonly name: string; readonly error: unknown }): unknown {
+  const e = first.error;
+  // Kafka that cannot be reached (the error names bootstrap.servers) is the worker's trouble, not this
+  // connector's: its message stands as it is.
+  if (!(e instanceof IcefloeError) || e.context['bootstrapServers'] !== undefined) return e;
+  // Its handling class kept (a configuration error exits 2), now naming the connector.
+  const Kind = e instanceof ConfigError ? ConfigError : e.retriable ? RetriableError : FatalError;
+  return new Kind(`connector ${first.name} did not start: ${e.message}`, { cause: e, context: { ...e.context, connector: first.name } });
+}
+
+/** A task in the worker process (icefloe.tasks.mode=in-process): it cannot be killed, only stopped. */
+function inProcessTaskHandle(spec: TaskSpec, log: Logger, onAnnounced: () => void): TaskHandle {
+  const taskId = spec.taskId;
+  let task: SinkTask | undefined;
+  let pauseWanted = false;
+  const started = startTaskInProcess(spec, log, onAnnounced);
+  const done = started.then((s) => {
+    task = s.task;
+    if (pauseWanted) task.pause();
+    return s.done;
+  });
+  return {
+    taskId,
+    done,
+    state: () => (task === undefined ? { state: 'UNASSIGNED' } : { state: task.state, ...(task.trace === undefined ? {} : { trace: task.trace }) }),
+    stop: async () => {
+      (await started).task.stop();
+    },
+    fail: async (message) => {
+      (await started).task.fail(message);
+    },
+    pause: () => {
+      pauseWanted = true;
+      task?.pause();
+    },
+    resume: () => {
+      pauseWanted = false;
+      task?.resume();
+    },
+    topics: () => task?.activeTopics ?? [],
+    forgetTopics: () => task?.forgetTopics(),
+  };
+}
+
+export async function runStandalone(options: StandaloneOptions): Promise<Standalone> {
   const logLevel = options.logLevel ?? 'info';
   const workerText = readFileSync(resolvePath(options.cwd, options.workerPropertiesPath), 'utf8');
   const worker = parseWorkerProperties(workerText, { baseDir: options.cwd });
   // Decided here, once, for the worker and its task processes (a task's spec carries it).
   const logOutput = resolveLogOutput(worker.logFormat, options.logEnvironment ?? PLAIN_ENVIRONMENT);
-  const log = createLogger(logLevel, {}, logOutput);
+  const levels = new LoggerLevels({ initialLevel: logLevel });
+  const tracker = new LogLevelTracker(levels.categoryLevels());
+  const log = createLogger(logLevel, {}, logOutput, tracker);
   for (const w of worker.warnings) log.warn(w);
   const workerProps = worker.stored();
   const connectors = options.connectorPaths.map((p) => {
@@ -408,25 +573,9 @@ export async function runStandalone(options: StandaloneOptions): Promise<Standal
       const taskId = n + worker.taskIdOffset;
       // A crash point is armed in a task's first incarnation only: the restarted task is the recovery under test.
       const crash = incarnation === 0 ? options.crash : undefined;
-      const spec: TaskSpec = { workerProps, baseDir: options.cwd, connector: c.stored(), taskId, crash, logLevel, logOutput, shutdownTimeoutMs: worker.taskShutdownTimeoutMs };
+      const spec: TaskSpec = { workerProps, baseDir: options.cwd, connector: c.stored(), taskId, crash, logLevel: sw.taskLogLevel ?? logLevel, logOutput, shutdownTimeoutMs: worker.taskShutdownTimeoutMs };
       if (worker.tasksMode === 'process') return startTaskProcess(spec, log, onAnnounced);
-      let task: SinkTask | undefined;
-      const started = startTaskInProcess(spec, log, onAnnounced);
-      const done = started.then((s) => {
-        task = s.task;
-        return s.done;
-      });
-      return {
-        taskId,
-        done,
-        state: () => (task === undefined ? { state: 'UNASSIGNED' } : { state: task.state, ...(task.trace === undefined ? {} : { trace: task.trace }) }),
-        stop: async () => {
-          (await started).task.stop();
-        },
-        fail: async (message) => {
-          (await started).task.fail(message);
-        },
-      };
+      return inProcessTaskHandle(spec, log, onAnnounced);
     },
     async createCommitter(c) {
       const store = objectStore(c.catalog);
@@ -445,22 +594,53 @@ export async function runStandalone(options: StandaloneOptions): Promise<Standal
       };
     },
   });
-  for (const file of connectors) {
-    const connector = parseConnectorConfig(file.config, worker.defaultCatalogProps === undefined ? {} : { defaultCatalog: worker.defaultCatalogProps });
-    for (const w of connector.warnings) log.warn(w, { connector: connector.name });
-    try {
-      await sw.start(connector);
-    } catch (e) {
-      // A connector that cannot start ends the worker (as connect-standalone does): the connectors started
-      // before it are stopped cleanly, not left to their task processes' orphan watch.
-      await sw.stop().catch(() => undefined);
-      // Kafka that cannot be reached (the error names bootstrap.servers) is the worker's trouble, not this
-      // connector's: its message stands as it is.
-      if (!(e instanceof IcefloeError) || e.context['bootstrapServers'] !== undefined) throw e;
-      // Its handling class kept (a configuration error exits 2), now naming the connector.
-      const Kind = e instanceof ConfigError ? ConfigError : e.retriable ? RetriableError : FatalError;
-      throw new Kind(`connector ${connector.name} did not start: ${e.message}`, { cause: e, context: { ...e.context, connector: connector.name } });
-    }
+  const plugins = new ConnectorPlugins({ icefloeVersion: packageVersion() });
+  const providers = configProviders(worker.configProviders, providerIO(options.env ?? {}));
+  const parseOptions = worker.defaultCatalogProps === undefined ? {} : { defaultCatalog: worker.defaultCatalogProps };
+  const validation: ValidationDeps = { plugins, providers, ...parseOptions, catalogProbe: catalogProbe((c) => catalogFor(c, objectStore(c))) };
+  levels.onChange((l) => {
+    tracker.apply(l);
+    sw.setTaskLogLevel(l.task);
+  });
+  const self: { rest?: RestListeners } = {};
+  const herder = new StandaloneHerder({
+    worker: sw,
+    store: new FileConnectorStore(worker.connectorsFile),
+    log,
+    checkConfig: async (raw) => void (await validateForWrite(raw, validation)),
+    parse: (raw) => parseConnectorConfig(resolveConfig(raw, providers), parseOptions),
+    offsets: herderOffsets(worker, settings, log),
+    plugins: { plugins: (only) => plugins.plugins(only), pluginConfig: (p) => plugins.pluginConfig(p), validate: (p, c) => validateConfig(p, c, validation) },
+    loggers: levels,
+    serverInfo: () => serverInfo(settings),
+    workerId: () => self.rest?.workerId ?? `${hostname()}:${worker.rest.listeners[0]?.port ?? 8083}`,
+    topicTracking: worker.rest.topicTracking,
+  });
+  // Served before the connectors start: /health says `starting` until they have.
+  self.rest = await serveRest(herder, worker, log);
+  try {
+    await herder.start(connectors.map((f) => f.config));
+  } catch (e) {
+    await sw.stop().catch(() => undefined);
+    await self.rest.close().catch(() => undefined);
+    throw e;
   }
-  return sw;
+  const failed = herder.startFailures();
+  if (options.exitOnFailure === true && failed.length > 0) {
+    // --exit-on-failure: a connector that cannot start ends the worker (as connect-standalone does); the
+    // connectors started before it are stopped cleanly, not left to their task processes' orphan watch.
+    await sw.stop().catch(() => undefined);
+    await self.rest.close().catch(() => undefined);
+    throw startFailure(failed[0] as { name: string; error: unknown });
+  }
+  const rest = self.rest;
+  return {
+    worker: sw,
+    herder,
+    rest,
+    async stop() {
+      await rest.close().catch(() => undefined);
+      await herder.stop();
+    },
+  };
 }

@@ -34,7 +34,6 @@ const BYTE_ARRAY_CONVERTER = 'org.apache.kafka.connect.converters.ByteArrayConve
 const SMTS = 'single message transforms (SMTs)';
 const DLQ = 'the dead-letter queue';
 const DISTRIBUTED = 'distributed mode';
-const REST_API = 'the Kafka Connect REST API on the worker';
 
 const TRANSFORMS: Omit<UnsupportedKey, 'key'> = {
   needs: SMTS,
@@ -49,11 +48,6 @@ const HEADER_CONVERTER: Omit<UnsupportedKey, 'key'> = {
 const ID_COLUMNS: Omit<UnsupportedKey, 'key'> = {
   needs: 'identifier (primary-key) columns on auto-created tables, which are not scheduled yet',
   instead: 'Tables are created without identifier fields and Icefloe only appends. Remove it; readers that need identifier fields can have them set on the table by another engine (Spark: ALTER TABLE … SET IDENTIFIER FIELDS).',
-};
-
-const CONFIG_PROVIDERS: Omit<UnsupportedKey, 'key'> = {
-  needs: 'config providers, which are not scheduled yet',
-  instead: '`${provider:path:key}` references would reach the connector as literal text. Remove it and write the values into the connector config (secret keys are redacted in logs and status).',
 };
 
 /** Connector keys (connector-def.ts documents them with `unsupportedDoc`). */
@@ -136,17 +130,21 @@ export function rejectUnsupportedWriteProps(p: ParsedConfig): void {
 /** Worker keys (worker-config.ts documents them with `unsupportedDoc`). */
 export const WORKER_UNSUPPORTED: readonly UnsupportedKey[] = [
   { key: 'header.converter', ...HEADER_CONVERTER },
-  { key: 'config.providers', ...CONFIG_PROVIDERS },
-  { key: 'config.providers.', ...CONFIG_PROVIDERS },
   {
     key: 'connector.client.config.override.policy',
-    needs: `client override policies, which come with ${REST_API}`,
+    needs: 'client override policies, which are not scheduled yet',
     instead: 'Every consumer.override.*, producer.override.* and admin.override.* setting of a connector is applied (the All policy). Remove it (or set All) and review connector overrides yourself.',
   },
-  { key: 'listeners', needs: REST_API, instead: 'The worker serves no HTTP API yet, so nothing would listen here. Remove it.' },
-  { key: 'rest.advertised.host.name', needs: REST_API, instead: 'The worker serves no HTTP API yet. Remove it.' },
-  { key: 'rest.advertised.port', needs: REST_API, instead: 'The worker serves no HTTP API yet. Remove it.' },
-  { key: 'rest.advertised.listener', needs: REST_API, instead: 'The worker serves no HTTP API yet. Remove it.' },
+  {
+    key: 'admin.listeners',
+    needs: 'a separate listener for the /admin endpoints, which is not scheduled yet',
+    instead: 'The /admin endpoints are served on the main listeners (unset), or not at all (set to empty). Remove it, or set it empty.',
+  },
+  {
+    key: 'rest.extension.classes',
+    needs: 'Java REST extensions, which need a JVM',
+    instead: 'For HTTP basic authentication (BasicAuthSecurityRestExtension) set icefloe.rest.basic-auth.file to a file of `user: password` lines (docs/rest.md). Remove it.',
+  },
   {
     key: 'icefloe.coordination',
     needs: `Redis coordination, which comes with ${DISTRIBUTED}`,
