@@ -15,7 +15,7 @@ import type { ClientSettings } from './consume/confluent/index.ts';
 import { sourceOffsetReset } from './consume/confluent/index.ts';
 import { ConfluentSchemaResolver, registryOptionsFromConverterProps } from './decode/registry/schema-registry.ts';
 import { fork } from 'node:child_process';
-import { mkdirSync, readFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, statSync } from 'node:fs';
 import { dirname, resolve as resolvePath } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import pino from 'pino';
@@ -470,8 +470,17 @@ async function serverInfo(settings: ClientSettings): Promise<ServerInfo> {
 function buildCommit(): string {
   try {
     const root = resolvePath(dirname(fileURLToPath(import.meta.url)), '..');
-    const head = readFileSync(resolvePath(root, '.git', 'HEAD'), 'utf8').trim();
-    const sha = head.startsWith('ref: ') ? readFileSync(resolvePath(root, '.git', head.slice(5)), 'utf8').trim() : head;
+    let gitDir = resolvePath(root, '.git');
+    // A worktree's .git is a file naming its git directory; its branches live in the common directory.
+    if (statSync(gitDir).isFile()) gitDir = resolvePath(root, readFileSync(gitDir, 'utf8').replace(/^gitdir:\s*/, '').trim());
+    const common = existsSync(resolvePath(gitDir, 'commondir')) ? resolvePath(gitDir, readFileSync(resolvePath(gitDir, 'commondir'), 'utf8').trim()) : gitDir;
+    const head = readFileSync(resolvePath(gitDir, 'HEAD'), 'utf8').trim();
+    let sha = head;
+    if (head.startsWith('ref: ')) {
+      const ref = head.slice(5);
+      const loose = [resolvePath(gitDir, ref), resolvePath(common, ref)].find((f) => existsSync(f));
+      sha = loose !== undefined ? readFileSync(loose, 'utf8').trim() : (readFileSync(resolvePath(common, 'packed-refs'), 'utf8').split('\n').find((l) => l.endsWith(` ${ref}`))?.split(' ')[0] ?? '');
+    }
     return /^[0-9a-f]{40}$/.test(sha) ? sha.slice(0, 16) : 'unknown';
   } catch {
     return 'unknown';
