@@ -55,7 +55,7 @@ import type { ParentMessage } from './runtime/task-process.ts';
 import { DEFAULT_SESSION_TIMEOUT_MS, checkTaskIdsFree, lingerMs, taskClientId } from './runtime/task-ids.ts';
 import { StandaloneWorker } from './runtime/worker.ts';
 import { StandaloneHerder } from './runtime/herder.ts';
-import type { OffsetsPort } from './runtime/herder.ts';
+import type { OffsetsPort, TablesPort } from './runtime/herder.ts';
 import { ConnectorPlugins } from './runtime/connector-plugins.ts';
 import { alterConnectorOffsets, connectorOffsets, resetConnectorOffsets } from './runtime/connector-offsets.ts';
 import type { OffsetsDeps } from './runtime/connector-offsets.ts';
@@ -448,6 +448,30 @@ function herderOffsets(worker: WorkerConfig, settings: ClientSettings, log: Logg
   };
 }
 
+/**
+ * The Iceberg operations on a stopped connector's table (`POST /connectors/{c}/iceberg/tables/{t}/replay`
+ * and `/adopt`): `icefloe replay` and `icefloe positions --adopt` over the connector's stored config, with
+ * their own clients, closed after each request.
+ */
+function herderTables(settings: ClientSettings, log: Logger): TablesPort {
+  const withDeps = async <T>(c: ConnectorConfig, f: (deps: { admin: ConfluentKafkaAdmin; catalog: Catalog; store: ObjectStore; log: Logger }) => Promise<T>): Promise<T> => {
+    const admin = await ConfluentKafkaAdmin.connect({ settings, overrides: c.adminOverrides });
+    const store = objectStore(c.catalog);
+    const catalog = catalogFor(c.catalog, store);
+    try {
+      return await f({ admin, catalog, store, log: log.child({ connector: c.name }) });
+    } finally {
+      await admin.close().catch(() => undefined);
+      await catalog.close().catch(() => undefined);
+      await store.close().catch(() => undefined);
+    }
+  };
+  return {
+    replay: (c, table, snapshotId) => withDeps(c, (d) => replayTable({ connector: c, ...d }, table, snapshotId)),
+    adopt: (c, table, options) => withDeps(c, (d) => runPositionsTool({ connector: c, ...d }, table, 'adopt', { holdsGroupOffsets: options.holdsGroupOffsets })),
+  };
+}
+
 /** The package version (the Icefloe plugin's version in GET /connector-plugins). */
 function packageVersion(): string {
   const pkg = JSON.parse(readFileSync(resolvePath(dirname(fileURLToPath(import.meta.url)), '..', 'package.json'), 'utf8')) as { version: string };
@@ -577,10 +601,7 @@ export async function runStandalone(options: StandaloneOptions): Promise<Standal
   const log = createLogger(logLevel, {}, logOutput, tracker);
   for (const w of worker.warnings) log.warn(w);
   const workerProps = worker.stored();
-  const connectors = options.connectorPaths.map((p) => {
-    const file = parseConnectorFile(readFileSync(resolvePath(options.cwd, p), 'utf8'), p);
-    return file;
-  });
+  const connectors = options.connectorPaths.map((p) => parseConnectorFile(readFileSync(resolvePath(options.cwd, p), 'utf8'), p));
   const settings = workerKafkaSettings(worker, worker.adminProps);
   const sw = new StandaloneWorker({
     log,
@@ -638,6 +659,7 @@ export async function runStandalone(options: StandaloneOptions): Promise<Standal
     checkConfig: async (raw) => void (await validateForWrite(raw, validation)),
     parse: (raw) => parseConnectorConfig(resolveConfig(raw, providers), parseOptions),
     offsets: herderOffsets(worker, settings, log),
+    tables: herderTables(settings, log),
     plugins: { plugins: (only) => plugins.plugins(only), pluginConfig: (p) => plugins.pluginConfig(p), validate: (p, c) => validateConfig(p, c, validation) },
     loggers: levels,
     serverInfo: () => serverInfo(settings),

@@ -9,7 +9,7 @@
  * logger level, topic tracking switches). Must not: decide anything the herder owns (validation,
  * state), or listen.
  */
-import { RequestRefused } from '../core/errors.ts';
+import { errorMessage, RequestRefused } from '../core/errors.ts';
 import type { ConfigInfos, ConnectorOffsets, HerderApi, TargetState } from '../runtime/herder-api.ts';
 import {
   NULL_VALUE_ERROR,
@@ -273,6 +273,61 @@ async function setLoggerLevel(ctx: RouteContext): Promise<Reply> {
   return scope === 'cluster' ? empty(204) : json(200, changed);
 }
 
+/**
+ * The body of an Icefloe extension endpoint: an object with only the `allowed` fields. Anything else is a
+ * 400 (ours, not Connect's 500 for Jackson's errors): a misspelt field must not run the operation without it.
+ * An unknown connector is the 404 first, as for the offsets.
+ */
+async function extensionBody(ctx: RouteContext, allowed: readonly string[], required: boolean): Promise<Record<string, unknown>> {
+  const name = ctx.params.connector as string;
+  const bad = async (message: string): Promise<never> => {
+    await ctx.call(() => ctx.herder.connectorInfo(name));
+    throw new RequestRefused('bad-request', message);
+  };
+  let body: unknown;
+  try {
+    body = parseBody(ctx.body);
+  } catch (e) {
+    return bad(errorMessage(e));
+  }
+  if (body === undefined && !required) return {};
+  const fields = allowed.map((f) => `"${f}"`).join(', ');
+  if (typeof body !== 'object' || body === null || Array.isArray(body) || body instanceof NumberText) return bad(`The request body must be a JSON object with ${fields}`);
+  const unknown = Object.keys(body).filter((k) => !allowed.includes(k));
+  if (unknown.length > 0) return bad(`Unknown field(s) ${unknown.map((f) => `"${f}"`).join(', ')}: the request body takes ${fields}`);
+  return body as Record<string, unknown>;
+}
+
+/** A snapshot id: a 64-bit integer as a JSON number (its text kept: no digits lost) or a string. */
+function snapshotIdOf(v: unknown): bigint | undefined {
+  const text = v instanceof NumberText ? v.text : typeof v === 'string' ? v.trim() : undefined;
+  if (text === undefined || !/^-?\d+$/.test(text)) return undefined;
+  const n = BigInt(text);
+  return n >= -(2n ** 63n) && n < 2n ** 63n ? n : undefined;
+}
+
+async function replayTable(ctx: RouteContext): Promise<Reply> {
+  const name = ctx.params.connector as string;
+  const body = await extensionBody(ctx, ['snapshot_id'], true);
+  const snapshotId = snapshotIdOf(body.snapshot_id);
+  if (snapshotId === undefined) {
+    await ctx.call(() => ctx.herder.connectorInfo(name));
+    throw new RequestRefused('bad-request', `"snapshot_id" must be a snapshot id (a 64-bit integer, as a string or a number), not ${body.snapshot_id === undefined ? 'missing' : shown(body.snapshot_id)}`);
+  }
+  return json(200, await ctx.call(() => ctx.herder.replayTable(name, ctx.params.table as string, snapshotId)));
+}
+
+async function adoptTable(ctx: RouteContext): Promise<Reply> {
+  const name = ctx.params.connector as string;
+  const body = await extensionBody(ctx, ['holds_group_offsets'], false);
+  const holds = body.holds_group_offsets;
+  if (holds !== undefined && typeof holds !== 'boolean') {
+    await ctx.call(() => ctx.herder.connectorInfo(name));
+    throw new RequestRefused('bad-request', `"holds_group_offsets" must be true or false, not ${shown(holds)}`);
+  }
+  return json(200, await ctx.call(() => ctx.herder.adoptTable(name, ctx.params.table as string, { holdsGroupOffsets: holds === true })));
+}
+
 const C = '/connectors/:connector';
 
 export const ROUTES: readonly Route[] = [
@@ -316,6 +371,10 @@ export const ROUTES: readonly Route[] = [
     method: 'PUT', path: p(`${C}/topics/reset`), consumes: true,
     handle: async (ctx) => (requireTracking(ctx, true), await ctx.call(() => ctx.herder.resetActiveTopics(ctx.params.connector as string)), empty(202)),
   },
+  // Icefloe extensions (docs/rest.md "Iceberg tables"): not in Kafka Connect's API.
+  { method: 'GET', path: p(`${C}/iceberg/tables`), consumes: true, handle: async (ctx) => json(200, await ctx.call(() => ctx.herder.icebergTables(ctx.params.connector as string))) },
+  { method: 'POST', path: p(`${C}/iceberg/tables/:table/replay`), consumes: true, handle: replayTable },
+  { method: 'POST', path: p(`${C}/iceberg/tables/:table/adopt`), consumes: true, handle: adoptTable },
   {
     method: 'GET', path: p('/connector-plugins'), consumes: true,
     handle: async (ctx) => json(200, await ctx.call(() => ctx.herder.plugins(booleanParam(ctx.query, 'connectorsOnly', true)))),

@@ -19,7 +19,7 @@
  * Owns: stored configs, target states, the reconcile loop, the status a user reads. Must not: speak HTTP
  * (src/rest/) or build adapters (app.ts).
  */
-import { errorMessage, RequestRefused } from '../core/errors.ts';
+import { ConfigError, errorMessage, RequestRefused } from '../core/errors.ts';
 import type { Logger } from '../core/log.ts';
 import type { ConnectorConfig } from '../config/connector-config.ts';
 import type {
@@ -30,6 +30,9 @@ import type {
   ConnectorRunState,
   ConnectorStateInfo,
   HerderApi,
+  IcebergAdoptReport,
+  IcebergReplayReport,
+  IcebergTableStatus,
   LoggerLevel,
   PluginInfo,
   RestartOptions,
@@ -62,6 +65,15 @@ export interface OffsetsPort {
   reset(connector: ConnectorConfig): Promise<string>;
 }
 
+/**
+ * The Iceberg operations on one table of a stopped connector (coordinate/replay.ts, coordinate/positions-tool.ts
+ * behind it): what `icefloe replay` and `icefloe positions --adopt` do, for a connector that has no file.
+ */
+export interface TablesPort {
+  replay(connector: ConnectorConfig, table: string, snapshotId: bigint): Promise<IcebergReplayReport>;
+  adopt(connector: ConnectorConfig, table: string, options: { readonly holdsGroupOffsets: boolean }): Promise<IcebergAdoptReport>;
+}
+
 export interface PluginsPort {
   plugins(connectorsOnly: boolean): readonly PluginInfo[];
   pluginConfig(plugin: string): readonly ConfigKeyInfo[];
@@ -86,6 +98,7 @@ export interface HerderDeps {
   /** Resolves config providers and parses a stored config for running (throws ConfigError). */
   parse(config: Readonly<Record<string, string>>): ConnectorConfig;
   readonly offsets: OffsetsPort;
+  readonly tables: TablesPort;
   readonly plugins: PluginsPort;
   readonly loggers: LoggersPort;
   serverInfo(): Promise<ServerInfo>;
@@ -333,6 +346,41 @@ export class StandaloneHerder implements HerderApi {
     if (e === undefined) return;
     e.topics.clear();
     this.d.worker.forgetTopics(name);
+  }
+
+  // ---- Iceberg tables (Icefloe extensions) ---------------------------------------------------------
+
+  icebergTables(name: string): readonly IcebergTableStatus[] {
+    this.known(name, `Connector ${name} not found`);
+    const status = this.d.worker.status().find((s) => s.name === name);
+    return (status?.tables ?? []).map((t) => ({
+      table: t.table,
+      branch: t.branch ?? 'main',
+      state: t.state,
+      reason: t.reason === undefined ? null : `${t.reason.code}: ${t.reason.message}`,
+      last_snapshot_id: t.lastSnapshotId === undefined ? null : String(t.lastSnapshotId),
+      last_commit_ms: t.lastCommitMs ?? null,
+    }));
+  }
+
+  async replayTable(name: string, table: string, snapshotId: bigint): Promise<IcebergReplayReport> {
+    const config = await this.stoppedConfig(name);
+    return this.tableOperation(() => this.d.tables.replay(config, table, snapshotId));
+  }
+
+  async adoptTable(name: string, table: string, options: { readonly holdsGroupOffsets: boolean }): Promise<IcebergAdoptReport> {
+    const config = await this.stoppedConfig(name);
+    return this.tableOperation(() => this.d.tables.adopt(config, table, options));
+  }
+
+  /** The tools' refusals of the operator's request (ConfigError: which table, what to do) are the caller's to fix: 400, not 500. */
+  private async tableOperation<T>(op: () => Promise<T>): Promise<T> {
+    try {
+      return await op();
+    } catch (e) {
+      if (e instanceof ConfigError) throw new RequestRefused('bad-request', e.message, { cause: e });
+      throw e;
+    }
   }
 
   // ---- plugins and loggers -------------------------------------------------------------------------

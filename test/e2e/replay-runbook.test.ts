@@ -9,8 +9,9 @@
  *
  * The same runbook through the REST API on one running worker: offsets cannot change while RUNNING (400,
  * Connect's text); STOP (204); GET offsets is the group's; PATCH or DELETE back into what the table holds
- * is refused (400, naming the table); `icefloe replay` while the worker runs the STOPPED connector; resume
- * (202): every record exactly once.
+ * is refused (400, naming the table); the replay endpoint (`POST .../iceberg/tables/{t}/replay`, an Icefloe
+ * extension) refused while RUNNING, then run while the worker runs the STOPPED connector; resume (202): every
+ * record exactly once.
  */
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
@@ -19,7 +20,6 @@ import { test } from 'node:test';
 import { parseIdentifier } from '../../src/commit/port.ts';
 import { RestCatalog } from '../../src/commit/rest/catalog.ts';
 import { refSnapshotId } from '../../src/commit/model.ts';
-import { writeFileSync } from 'node:fs';
 import { assertExactlyOnce, duckdbCount } from '../helpers/exactly-once.ts';
 import type { Coordinates } from '../helpers/exactly-once.ts';
 import { sleep, unique } from '../helpers/kafka.ts';
@@ -169,6 +169,13 @@ test('replay runbook through the REST API: offsets refused while RUNNING and beh
   const running = await patch(back);
   assert.equal(running.status, 400);
   assert.match((running.body as { message: string }).message, /^Connectors must be in the STOPPED state before their offsets can be modified/);
+  // The replay endpoint too is refused while the connector runs, and changes nothing.
+  const replayUrl = `/connectors/${name}/iceberg/tables/${encodeURIComponent(table)}/replay`;
+  const headBefore = await mainHead(table);
+  const early = await call(base, 'POST', replayUrl, { snapshot_id: String(afterFirst) });
+  assert.equal(early.status, 400, JSON.stringify(early.body));
+  assert.match((early.body as { message: string }).message, /^Connectors must be in the STOPPED state before their offsets can be modified/);
+  assert.equal(await mainHead(table), headBefore, 'the table is as it was');
 
   assert.equal((await call(base, 'PUT', `/connectors/${name}/stop`)).status, 204);
   await waitState(base, name, 'STOPPED:');
@@ -180,10 +187,16 @@ test('replay runbook through the REST API: offsets refused while RUNNING and beh
   const reset = await call(base, 'DELETE', `/connectors/${name}/offsets`);
   assert.equal(reset.status, 400, JSON.stringify(reset.body));
 
-  // The runbook: the connector is STOPPED (the worker runs on), so `icefloe replay` may move its offsets.
-  writeFileSync(join(w.dir, 'replay-connector.json'), JSON.stringify(connector));
-  const run = spawnSync(process.execPath, [CLI, 'replay', join(w.dir, 'worker.properties'), join(w.dir, 'replay-connector.json'), '--table', table, '--snapshot', String(afterFirst)], { cwd: w.dir, encoding: 'utf8', timeout: 120_000 });
-  assert.equal(run.status, 0, `icefloe replay: ${run.stderr}`);
+  // The runbook through the API (the connector has no file): STOPPED (the worker runs on), the replay
+  // endpoint rolls the table back and moves the offsets. The id as a JSON number (a snapshot id is
+  // usually past 2^53): the endpoint keeps its digits.
+  const headAtReplay = await mainHead(table);
+  const run = await fetch(`${base}${replayUrl}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: `{"snapshot_id": ${afterFirst}}` });
+  const report = (await run.json()) as { snapshotId: string; replaced: string; offsets: { topic: string; partition: number; offset: string }[] };
+  assert.equal(run.status, 200, JSON.stringify(report));
+  assert.equal(report.snapshotId, String(afterFirst));
+  assert.equal(report.replaced, String(headAtReplay));
+  assert.deepEqual(report.offsets.map((o) => [o.topic, o.partition, o.offset]).sort(), [...endOffsets(first)].map(([p, o]) => [topic, p, String(o)]).sort());
   const after = (await call(base, 'GET', `/connectors/${name}/offsets`)).body as typeof got;
   assert.deepEqual(after.offsets.map((o) => [o.partition.kafka_partition, o.offset.kafka_offset]).sort(), [[0, 20], [1, 20]], 'just after the first batch');
   await assertExactlyOnce(table, first);
