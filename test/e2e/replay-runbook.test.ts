@@ -11,7 +11,8 @@
  * Connect's text); STOP (204); GET offsets is the group's; PATCH or DELETE back into what the table holds
  * is refused (400, naming the table); the replay endpoint (`POST .../iceberg/tables/{t}/replay`, an Icefloe
  * extension) refused while RUNNING, then run while the worker runs the STOPPED connector; resume (202): every
- * record exactly once.
+ * record exactly once; GET .../iceberg/tables shows the table's last snapshot; an adopt on the stopped
+ * connector commits a snapshot and changes no rows.
  */
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
@@ -203,6 +204,16 @@ test('replay runbook through the REST API: offsets refused while RUNNING and beh
 
   assert.equal((await call(base, 'PUT', `/connectors/${name}/resume`)).status, 202);
   await waitCommitted(w, table, 120, 180_000); // 80 before, then the second batch again
+  // The committer's view of the table, the last snapshot id as a string (no digits lost).
+  const tables = (await call(base, 'GET', `/connectors/${name}/iceberg/tables`)).body as { table: string; state: string; last_snapshot_id: string | null }[];
+  assert.deepEqual(tables.map((x) => [x.table, x.state, x.last_snapshot_id]), [[table, 'RUNNING', String(await mainHead(table))]]);
+  // Adopt (seeding's endpoint) on the stopped connector: one snapshot without files, the rows unchanged.
+  assert.equal((await call(base, 'PUT', `/connectors/${name}/stop`)).status, 204);
+  await waitState(base, name, 'STOPPED:');
+  const adopted = await call(base, 'POST', `/connectors/${name}/iceberg/tables/${encodeURIComponent(table)}/adopt`, { holds_group_offsets: true });
+  assert.equal(adopted.status, 200, JSON.stringify(adopted.body));
+  assert.match((adopted.body as { table: string; result: string }).result, /^adopted: the table keeps what it holds/);
+  assert.notEqual(await mainHead(table), BigInt(tables[0]?.last_snapshot_id ?? '0'), 'the adopt committed a snapshot');
   await stopWorker(w);
   await assertExactlyOnce(table, [...first, ...second]);
   assert.equal(await duckdbCount(table), first.length + second.length, 'DuckDB counts the same rows');
