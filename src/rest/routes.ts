@@ -4,6 +4,10 @@
  * ConnectorPluginsResource, LoggingResource, RootResource), calls the herder, and answers with Connect's
  * status code and entity.
  *
+ * Also Icefloe's own endpoints under `/connectors/{name}/iceberg/` (docs/rest.md "Iceberg tables"): the
+ * table operations of a stopped connector, with bodies checked strictly (400) since no Connect client
+ * depends on their error shapes.
+ *
  * Owns: what each endpoint does with HTTP (status codes, Location, query parameters, body checks that
  * Connect's resources make before the herder: name vs URL, empty offsets, plugin vs connector.class,
  * logger level, topic tracking switches). Must not: decide anything the herder owns (validation,
