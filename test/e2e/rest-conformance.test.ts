@@ -73,7 +73,7 @@ test('REST conformance: the sequence answers alike on two runs against the refer
   }
   const [a, b] = runs as [Recording, Recording];
   const out = process.env['ICEFLOE_CONFORMANCE_OUT'];
-  if (out !== undefined && out !== '') writeFileSync(out, JSON.stringify({ steps: steps.map((s) => ({ id: s.id, title: s.title })), recordings: runs }, null, 2));
+  if (out !== undefined && out !== '') writeFileSync(out, JSON.stringify({ steps: steps.map((s) => ({ id: s.id, title: s.title, waits: s.before !== undefined })), recordings: runs }, null, 2));
 
   const mismatches = compareRecordings(steps, a, b);
   assert.deepEqual(mismatches, [], formatMismatches(mismatches, a, b));

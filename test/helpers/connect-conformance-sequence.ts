@@ -20,6 +20,7 @@ const create = (role: Role, extra: Record<string, unknown> = {}) => (ctx: RunCon
 const plugin = (ctx: RunContext): string => `/connector-plugins/${encodeURIComponent(ctx.side.connectorClass)}`;
 const running = (role: Role) => (ctx: RunContext) => waitForState(ctx, role, 'RUNNING', 1);
 const INFO = { dicts: ['config'] };
+const simpleName = (ctx: RunContext): string => ctx.side.connectorClass.slice(ctx.side.connectorClass.lastIndexOf('.') + 1);
 const withoutClass = (config: Record<string, string>): Record<string, string> => Object.fromEntries(Object.entries(config).filter(([k]) => k !== 'connector.class'));
 const offsetsPatch = (ctx: RunContext): unknown => ({ offsets: [{ partition: { kafka_topic: ctx.topic, kafka_partition: 0 }, offset: { kafka_offset: 1 } }] });
 
@@ -56,12 +57,16 @@ function serverAndPluginSteps(): Step[] {
     step('plugins-trailing-slash', 'GET /connector-plugins/ (trailing slash)', 'GET', at('/connector-plugins/')),
     step('plugins-all', 'GET /connector-plugins?connectorsOnly=false', 'GET', at('/connector-plugins?connectorsOnly=false')),
     step('plugin-config', 'GET the config definitions of the connector plugin', 'GET', (ctx) => `${plugin(ctx)}/config`),
+    step('plugin-config-simple-name', 'GET the config definitions by the simple class name', 'GET', (ctx) => `/connector-plugins/${simpleName(ctx)}/config`),
     step('plugin-config-unknown', 'GET the config definitions of an unknown plugin', 'GET', at('/connector-plugins/org.example.NoSuchConnector/config')),
     step('validate-valid', 'validate a valid config', 'PUT', (ctx) => `${plugin(ctx)}/config/validate`, {
       body: (ctx) => ({ 'connector.class': ctx.side.connectorClass, name: ctx.names.main, ...ctx.side.validConfig(ctx.topic) }),
     }),
     step('validate-invalid', 'validate an invalid config (200, error_count > 0)', 'PUT', (ctx) => `${plugin(ctx)}/config/validate`, {
       body: (ctx) => ({ name: ctx.names.main, ...ctx.side.invalidConfig(ctx.topic) }),
+    }),
+    step('validate-simple-name', 'validate with the simple class name in the path', 'PUT', (ctx) => `/connector-plugins/${simpleName(ctx)}/config/validate`, {
+      body: (ctx) => ({ ...ctx.side.validConfig(ctx.topic), name: ctx.names.main }),
     }),
     step('validate-class-mismatch', 'validate with connector.class different from the path plugin', 'PUT', (ctx) => `${plugin(ctx)}/config/validate`, {
       body: (ctx) => ({ ...ctx.side.validConfig(ctx.topic), 'connector.class': 'org.example.OtherConnector', name: ctx.names.main }),
@@ -90,6 +95,7 @@ function createSteps(): Step[] {
     step('create-null-value', 'POST with a null config value', 'POST', at('/connectors'), {
       body: (ctx) => ({ name: ctx.names.probe, config: { ...ctx.side.validConfig(ctx.topic), 'errors.log.enable': null } }),
     }),
+    step('create-bad-initial-state', 'POST with initial_state BOGUS', 'POST', at('/connectors'), { body: create('probe', { initial_state: 'BOGUS' }) }),
     step('create-bad-json', 'POST malformed JSON', 'POST', at('/connectors'), { rawBody: '{"name": "x", "config": {' }),
     step('create-wrong-content-type', 'POST a valid body as text/plain', 'POST', at('/connectors'), {
       body: create('probe'),
@@ -135,6 +141,7 @@ function readSteps(): Step[] {
     step('status-trailing-slash', 'GET /connectors/{c}/status/ (trailing slash)', 'GET', c('main', '/status/')),
     step('tasks', 'GET /connectors/{c}/tasks', 'GET', c('main', '/tasks'), { dicts: ['[].config'] }),
     step('task-status', 'GET /connectors/{c}/tasks/0/status', 'GET', c('main', '/tasks/0/status')),
+    step('tasks-config', 'GET /connectors/{c}/tasks-config (removed in Kafka 4.0, KIP-970)', 'GET', c('main', '/tasks-config')),
     step('task-status-unknown', 'GET the status of task 9 (does not exist)', 'GET', c('main', '/tasks/9/status')),
     step('task-status-not-a-number', 'GET the status of task "x"', 'GET', c('main', '/tasks/x/status')),
     step('topics', 'GET /connectors/{c}/topics', 'GET', c('main', '/topics'), { before: (ctx) => waitForTopics(ctx, 'main'), connectorKeyed: [''] }),
