@@ -3,53 +3,36 @@
  * sequence.ts: every endpoint, the error cases of connect-rest.md §1.2) goes to the stack's real Apache
  * Kafka Connect worker, and the answers are compared step by step: status code, media type, JSON shape.
  *
- * For now both sides are the reference worker (two runs with their own connector names): this proves the
- * sequence is deterministic, i.e. that any difference found against Icefloe is Icefloe's. Set
+ * Two runs against the reference worker (each with its own connector names) must agree: this proves the
+ * sequence is deterministic, so any difference found against Icefloe is Icefloe's. Set
  * ICEFLOE_CONFORMANCE_OUT=<file> to keep the recordings as JSON (docs/design/rest-conformance.md was
  * written from them).
  */
 import { test } from 'node:test';
+import type { TestContext } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { KafkaJS } from '@confluentinc/kafka-javascript';
-import { compareRecordings, deleteRunConnectors, formatMismatches, makeContext, poll, runSequence } from '../helpers/connect-conformance.ts';
-import type { Recording, Side } from '../helpers/connect-conformance.ts';
+import { compareRecordings, deleteRunConnectors, formatMismatches, makeContext, runSequence } from '../helpers/connect-conformance.ts';
+import type { Recording, Side, Step } from '../helpers/connect-conformance.ts';
 import { conformanceSequence } from '../helpers/connect-conformance-sequence.ts';
+import { connectSide } from '../helpers/connect-conformance-sides.ts';
 import { connectWorkerUrl, requireReachable, stackEndpoints } from '../helpers/stack.ts';
 
-const FILE_SINK = 'org.apache.kafka.connect.file.FileStreamSinkConnector';
-
-function kafkaClient(): InstanceType<typeof KafkaJS.Kafka> {
-  return new KafkaJS.Kafka({ kafkaJS: { brokers: stackEndpoints().kafkaBootstrap.split(','), logLevel: KafkaJS.logLevel.ERROR } });
+interface Fixture {
+  readonly admin: KafkaJS.Admin;
+  readonly topic: string;
+  readonly dir: string;
 }
 
-/** The reference side: Connect's file sink writing into `dir`. */
-function connectSide(admin: KafkaJS.Admin, dir: string): Side {
-  return {
-    label: 'connect',
-    baseUrl: connectWorkerUrl(),
-    connectorClass: FILE_SINK,
-    validConfig: (topic) => ({ 'connector.class': FILE_SINK, 'tasks.max': '1', topics: topic, file: join(dir, 'sink.txt') }),
-    invalidConfig: (topic) => ({ 'connector.class': FILE_SINK, 'tasks.max': 'many', topics: topic, file: join(dir, 'sink.txt') }),
-    logger: 'org.apache.kafka.connect.runtime.Worker',
-    async awaitGroupEmpty(connector) {
-      await poll(`consumer group connect-${connector} without members`, async () => {
-        const { groups } = await admin.describeGroups([`connect-${connector}`]);
-        return groups.every((g) => g.members.length === 0) ? true : undefined;
-      });
-    },
-  };
-}
-
-test('REST conformance: the sequence answers alike on two runs against the reference Kafka Connect worker', { timeout: 600_000 }, async (t) => {
-  const url = connectWorkerUrl();
-  await requireReachable('Kafka Connect reference worker', url);
-  const kafka = kafkaClient();
+/** A topic with a few schemaless JSON records for every connector of the test to consume; cleaned up after. */
+async function fixture(t: TestContext): Promise<Fixture> {
+  await requireReachable('Kafka Connect reference worker', connectWorkerUrl());
+  const kafka = new KafkaJS.Kafka({ kafkaJS: { brokers: stackEndpoints().kafkaBootstrap.split(','), logLevel: KafkaJS.logLevel.ERROR } });
   const admin = kafka.admin();
-  const producer = kafka.producer();
   const topic = `conformance-${randomUUID()}`;
   const dir = mkdtempSync(join(tmpdir(), 'conformance-'));
   await admin.connect();
@@ -59,21 +42,33 @@ test('REST conformance: the sequence answers alike on two runs against the refer
     rmSync(dir, { recursive: true, force: true });
   });
   await admin.createTopics({ topics: [{ topic, numPartitions: 1 }] });
+  const producer = kafka.producer();
   await producer.connect();
-  await producer.send({ topic, messages: Array.from({ length: 5 }, (_, i) => ({ value: JSON.stringify({ id: i }) })) });
+  await producer.send({ topic, messages: Array.from({ length: 5 }, (_, i) => ({ value: JSON.stringify({ id: i, name: `n${i}` }) })) });
   await producer.disconnect();
+  return { admin, topic, dir };
+}
 
-  const steps = conformanceSequence();
-  const side = connectSide(admin, dir);
-  const runs: Recording[] = [];
-  for (const run of ['a', 'b']) {
-    const ctx = makeContext(side, topic, `conf-${run}-${randomUUID().slice(0, 8)}`);
-    t.after(() => deleteRunConnectors(ctx));
-    runs.push(await runSequence(ctx, steps));
-  }
-  const [a, b] = runs as [Recording, Recording];
+/** One run of the sequence on `side`; its connectors are deleted afterwards whatever happened. */
+async function record(t: TestContext, side: Side, topic: string, steps: readonly Step[], run: string): Promise<Recording> {
+  const ctx = makeContext(side, topic, `conf-${run}-${randomUUID().slice(0, 8)}`);
+  t.after(() => deleteRunConnectors(ctx));
+  return await runSequence(ctx, steps);
+}
+
+function keep(steps: readonly Step[], runs: readonly Recording[]): void {
   const out = process.env['ICEFLOE_CONFORMANCE_OUT'];
-  if (out !== undefined && out !== '') writeFileSync(out, JSON.stringify({ steps: steps.map((s) => ({ id: s.id, title: s.title, waits: s.before !== undefined })), recordings: runs }, null, 2));
+  if (out === undefined || out === '') return;
+  writeFileSync(out, JSON.stringify({ steps: steps.map((s) => ({ id: s.id, title: s.title, waits: s.before !== undefined })), recordings: runs }, null, 2));
+}
+
+test('REST conformance: the sequence answers alike on two runs against the reference Kafka Connect worker', { timeout: 600_000 }, async (t) => {
+  const f = await fixture(t);
+  const steps = conformanceSequence();
+  const side = connectSide(f.admin, f.dir);
+  const a = await record(t, side, f.topic, steps, 'a');
+  const b = await record(t, side, f.topic, steps, 'b');
+  keep(steps, [a, b]);
 
   const mismatches = compareRecordings(steps, a, b);
   assert.deepEqual(mismatches, [], formatMismatches(mismatches, a, b));
