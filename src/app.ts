@@ -18,7 +18,7 @@ import { mkdirSync, readFileSync } from 'node:fs';
 import { dirname, resolve as resolvePath } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import pino from 'pino';
-import { ConfigError, FatalError, IcefloeError, RetriableError } from './core/errors.ts';
+import { ConfigError, FatalError, IcefloeError, RequestRefused, RetriableError } from './core/errors.ts';
 import type { Logger } from './core/log.ts';
 import { JSON_LOGS, PLAIN_ENVIRONMENT, prettyFromJson, resolveLogOutput } from './core/log-format.ts';
 import type { LogEnvironment, LogOutput } from './core/log-format.ts';
@@ -51,6 +51,12 @@ import { runTaskChild as runTaskProcess, taskProcessHandle } from './runtime/tas
 import type { ParentMessage } from './runtime/task-process.ts';
 import { DEFAULT_SESSION_TIMEOUT_MS, checkTaskIdsFree, lingerMs, taskClientId } from './runtime/task-ids.ts';
 import { StandaloneWorker } from './runtime/worker.ts';
+import { StandaloneHerder } from './runtime/herder.ts';
+import type { OffsetsPort } from './runtime/herder.ts';
+import { herderLoggers, herderPlugins, parseForHerder } from './runtime/herder-ports.ts';
+import type { ServerInfo } from './runtime/herder-api.ts';
+import { FileConnectorStore } from './runtime/connector-store.ts';
+import { hostname } from 'node:os';
 export { failureSummary } from './runtime/worker.ts';
 import type { TaskHandle } from './runtime/worker.ts';
 
@@ -299,6 +305,10 @@ export interface StandaloneOptions {
   readonly logLevel?: string;
   /** ICEFLOE_LOG_FORMAT, NO_COLOR and whether stderr is a terminal (core/log-format.ts); default: none, not a terminal. */
   readonly logEnvironment?: LogEnvironment;
+  /** --exit-on-failure: a connector that cannot start ends the worker (otherwise its status says FAILED). */
+  readonly exitOnFailure?: boolean;
+  /** This worker's REST identity (`host:port`), once its listener is bound. */
+  readonly workerId?: () => string;
 }
 
 /**
@@ -343,7 +353,113 @@ async function checkTaskIds(admin: ConfluentKafkaAdmin, worker: WorkerConfig, c:
   });
 }
 
-export async function runStandalone(options: StandaloneOptions): Promise<StandaloneWorker> {
+/** A running standalone worker: the herder the REST API drives, over the worker that runs the tasks. */
+export interface Standalone {
+  readonly worker: StandaloneWorker;
+  readonly herder: StandaloneHerder;
+  /** Stops serving and every connector (their last cycles commit). */
+  stop(): Promise<void>;
+}
+
+// ---------------------------------------------------------------------------------------------------
+// The herder's ports
+// ---------------------------------------------------------------------------------------------------
+
+/** The Connect REST API level Icefloe answers as (kcctl and others gate features on it: connect-rest.md §0.6). */
+const CONNECT_API_VERSION = '3.9.0';
+
+/** Sink offsets of the connector's consumer group (GET /connectors/{c}/offsets). */
+function herderOffsets(settings: ClientSettings): OffsetsPort {
+  const withAdmin = async <T>(c: ConnectorConfig, f: (admin: ConfluentKafkaAdmin) => Promise<T>): Promise<T> => {
+    const admin = await ConfluentKafkaAdmin.connect({ settings, overrides: c.adminOverrides });
+    try {
+      return await f(admin);
+    } finally {
+      await admin.close().catch(() => undefined);
+    }
+  };
+  return {
+    read: (c) =>
+      withAdmin(c, async (admin) => {
+        const topics = c.topics.kind === 'list' ? c.topics.topics : [];
+        const offsets = (await Promise.all(topics.map((t) => admin.groupOffsets(c.groupId, t)))).flat();
+        return { offsets: offsets.map((o) => ({ partition: { kafka_topic: o.topic, kafka_partition: o.partition }, offset: { kafka_offset: Number(o.offset) } })) };
+      }),
+    alter: () => Promise.reject(new RequestRefused('failed', 'altering offsets is not supported yet')),
+    reset: () => Promise.reject(new RequestRefused('failed', 'resetting offsets is not supported yet')),
+  };
+}
+
+/** GET /: the API level, this build's commit, and the id of the Kafka cluster the worker consumes from. */
+async function serverInfo(settings: ClientSettings): Promise<ServerInfo> {
+  const admin = await ConfluentKafkaAdmin.connect({ settings });
+  let clusterId: string;
+  try {
+    clusterId = await admin.clusterId();
+  } finally {
+    await admin.close().catch(() => undefined);
+  }
+  return { version: CONNECT_API_VERSION, commit: buildCommit(), kafka_cluster_id: clusterId };
+}
+
+/** The git commit this code was checked out at (16 hex, as Kafka shows its own), or `unknown` outside a checkout. */
+function buildCommit(): string {
+  try {
+    const root = resolvePath(dirname(fileURLToPath(import.meta.url)), '..');
+    const head = readFileSync(resolvePath(root, '.git', 'HEAD'), 'utf8').trim();
+    const sha = head.startsWith('ref: ') ? readFileSync(resolvePath(root, '.git', head.slice(5)), 'utf8').trim() : head;
+    return /^[0-9a-f]{40}$/.test(sha) ? sha.slice(0, 16) : 'unknown';
+  } catch {
+    return 'unknown';
+  }
+}
+
+/** Why the standalone command ends when a connector could not start (--exit-on-failure). */
+function startFailure(first: { readonly name: string; readonly error: unknown }): unknown {
+  const e = first.error;
+  // Kafka that cannot be reached (the error names bootstrap.servers) is the worker's trouble, not this
+  // connector's: its message stands as it is.
+  if (!(e instanceof IcefloeError) || e.context['bootstrapServers'] !== undefined) return e;
+  // Its handling class kept (a configuration error exits 2), now naming the connector.
+  const Kind = e instanceof ConfigError ? ConfigError : e.retriable ? RetriableError : FatalError;
+  return new Kind(`connector ${first.name} did not start: ${e.message}`, { cause: e, context: { ...e.context, connector: first.name } });
+}
+
+/** A task in the worker process (icefloe.tasks.mode=in-process): it cannot be killed, only stopped. */
+function inProcessTaskHandle(spec: TaskSpec, log: Logger, onAnnounced: () => void): TaskHandle {
+  const taskId = spec.taskId;
+  let task: SinkTask | undefined;
+  let pauseWanted = false;
+  const started = startTaskInProcess(spec, log, onAnnounced);
+  const done = started.then((s) => {
+    task = s.task;
+    if (pauseWanted) task.pause();
+    return s.done;
+  });
+  return {
+    taskId,
+    done,
+    state: () => (task === undefined ? { state: 'UNASSIGNED' } : { state: task.state, ...(task.trace === undefined ? {} : { trace: task.trace }) }),
+    stop: async () => {
+      (await started).task.stop();
+    },
+    fail: async (message) => {
+      (await started).task.fail(message);
+    },
+    pause: () => {
+      pauseWanted = true;
+      task?.pause();
+    },
+    resume: () => {
+      pauseWanted = false;
+      task?.resume();
+    },
+    topics: () => task?.activeTopics ?? [],
+    forgetTopics: () => task?.forgetTopics(),
+  };
+}
+
+export async function runStandalone(options: StandaloneOptions): Promise<Standalone> {
   const logLevel = options.logLevel ?? 'info';
   const workerText = readFileSync(resolvePath(options.cwd, options.workerPropertiesPath), 'utf8');
   const worker = parseWorkerProperties(workerText, { baseDir: options.cwd });
@@ -378,23 +494,7 @@ export async function runStandalone(options: StandaloneOptions): Promise<Standal
       const crash = incarnation === 0 ? options.crash : undefined;
       const spec: TaskSpec = { workerProps, baseDir: options.cwd, connector: c.stored(), taskId, crash, logLevel, logOutput, shutdownTimeoutMs: worker.taskShutdownTimeoutMs };
       if (worker.tasksMode === 'process') return startTaskProcess(spec, log, onAnnounced);
-      let task: SinkTask | undefined;
-      const started = startTaskInProcess(spec, log, onAnnounced);
-      const done = started.then((s) => {
-        task = s.task;
-        return s.done;
-      });
-      return {
-        taskId,
-        done,
-        state: () => (task === undefined ? { state: 'UNASSIGNED' } : { state: task.state, ...(task.trace === undefined ? {} : { trace: task.trace }) }),
-        stop: async () => {
-          (await started).task.stop();
-        },
-        fail: async (message) => {
-          (await started).task.fail(message);
-        },
-      };
+      return inProcessTaskHandle(spec, log, onAnnounced);
     },
     async createCommitter(c) {
       const store = objectStore(c.catalog);
@@ -413,22 +513,30 @@ export async function runStandalone(options: StandaloneOptions): Promise<Standal
       };
     },
   });
-  for (const file of connectors) {
-    const connector = parseConnectorConfig(file.config, worker.defaultCatalogProps === undefined ? {} : { defaultCatalog: worker.defaultCatalogProps });
-    for (const w of connector.warnings) log.warn(w, { connector: connector.name });
-    try {
-      await sw.start(connector);
-    } catch (e) {
-      // A connector that cannot start ends the worker (as connect-standalone does): the connectors started
-      // before it are stopped cleanly, not left to their task processes' orphan watch.
-      await sw.stop().catch(() => undefined);
-      // Kafka that cannot be reached (the error names bootstrap.servers) is the worker's trouble, not this
-      // connector's: its message stands as it is.
-      if (!(e instanceof IcefloeError) || e.context['bootstrapServers'] !== undefined) throw e;
-      // Its handling class kept (a configuration error exits 2), now naming the connector.
-      const Kind = e instanceof ConfigError ? ConfigError : e.retriable ? RetriableError : FatalError;
-      throw new Kind(`connector ${connector.name} did not start: ${e.message}`, { cause: e, context: { ...e.context, connector: connector.name } });
-    }
+  const herder = new StandaloneHerder({
+    worker: sw,
+    store: new FileConnectorStore(worker.connectorsFile),
+    log,
+    parse: (raw) => parseForHerder(raw, worker),
+    offsets: herderOffsets(settings),
+    plugins: herderPlugins(worker),
+    loggers: herderLoggers(logLevel),
+    serverInfo: () => serverInfo(settings),
+    workerId: () => options.workerId?.() ?? `${hostname()}:0`,
+    topicTracking: { enabled: true, allowReset: true },
+  });
+  try {
+    await herder.start(connectors.map((f) => f.config));
+  } catch (e) {
+    await sw.stop().catch(() => undefined);
+    throw e;
   }
-  return sw;
+  const failed = herder.startFailures();
+  if (options.exitOnFailure === true && failed.length > 0) {
+    // --exit-on-failure: a connector that cannot start ends the worker (as connect-standalone does); the
+    // connectors started before it are stopped cleanly, not left to their task processes' orphan watch.
+    await sw.stop().catch(() => undefined);
+    throw startFailure(failed[0] as { name: string; error: unknown });
+  }
+  return { worker: sw, herder, stop: () => herder.stop() };
 }

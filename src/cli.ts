@@ -65,24 +65,27 @@ async function generate(args: readonly string[]): Promise<void> {
 }
 
 /**
- * `icefloe standalone`: runs until SIGTERM/SIGINT, or until every task has FAILED for good.
+ * `icefloe standalone`: runs until SIGTERM/SIGINT, serving the Kafka Connect REST API (`listeners`).
  * ICEFLOE_CRASH_POINT / ICEFLOE_CRASH_AFTER / ICEFLOE_CRASH_ACTION arm a named crash point (tests only;
  * src/core/crash-points.ts); ICEFLOE_LOG_LEVEL sets the log level, ICEFLOE_LOG_FORMAT (auto | json | pretty)
  * overrides icefloe.log.format, NO_COLOR turns colour off.
  *
- * Exit codes (docs/sink.md "When tasks fail"): 0 stopped by a signal with no task FAILED; 1 every task
- * FAILED for good (the worker stops by itself), or stopped by a signal while some were FAILED, or a
- * connector could not start — with a summary on stderr; 2 a usage or configuration error at start.
- * `--exit-on-failure` is what standalone does anyway while there is no REST API to show FAILED tasks;
- * once there is one, the worker stays up and shows them in its status unless this flag is given.
+ * FAILED tasks and connectors stay in the status the REST API shows (a restart request brings them back),
+ * as in Connect. `--exit-on-failure` is for supervisors without the API: the worker then stops by itself
+ * once every task has FAILED for good, or when a connector cannot start.
+ *
+ * Exit codes (docs/sink.md "When tasks fail"): 0 stopped by a signal with no task FAILED; 1 stopped by a
+ * signal while some were FAILED, or (--exit-on-failure) every task FAILED for good or a connector could not
+ * start — with a summary on stderr; 2 a usage or configuration error at start.
  */
 async function standalone(args: readonly string[]): Promise<number> {
   const flags = args.filter((a) => a.startsWith('--'));
   const [workerFile, ...connectorFiles] = args.filter((a) => !a.startsWith('--'));
-  if (workerFile === undefined || connectorFiles.length === 0 || flags.some((f) => f !== '--exit-on-failure')) {
-    process.stderr.write(`usage: icefloe standalone [--exit-on-failure] WORKER.properties CONNECTOR.json...\n`);
+  if (workerFile === undefined || flags.some((f) => f !== '--exit-on-failure')) {
+    process.stderr.write(`usage: icefloe standalone [--exit-on-failure] WORKER.properties [CONNECTOR.json...]\n`);
     return 2;
   }
+  const exitOnFailure = flags.includes('--exit-on-failure');
   // Listen before starting anything: a SIGTERM during start-up (a supervisor stopping a worker that has
   // just been started) must stop it cleanly once it is up, not kill it by the default action and leave its
   // task processes to notice on their own.
@@ -94,31 +97,33 @@ async function standalone(args: readonly string[]): Promise<number> {
   process.on('SIGTERM', stop);
   process.on('SIGINT', stop);
   const { failureSummary, parseCrashSpec, runStandalone } = await import('./app.ts');
-  let worker: Awaited<ReturnType<typeof runStandalone>>;
+  let running: Awaited<ReturnType<typeof runStandalone>>;
   try {
-    worker = await runStandalone({
+    running = await runStandalone({
       workerPropertiesPath: workerFile,
       connectorPaths: connectorFiles,
       cwd: process.cwd(),
       crash: parseCrashSpec(process.env['ICEFLOE_CRASH_POINT'], process.env['ICEFLOE_CRASH_AFTER'], process.env['ICEFLOE_CRASH_ACTION']),
       logLevel: process.env['ICEFLOE_LOG_LEVEL'] ?? 'info',
       logEnvironment: logEnvironment(),
+      exitOnFailure,
     });
   } catch (e) {
     const text = e instanceof IcefloeError ? e.message : e instanceof Error ? (e.stack ?? e.message) : String(e);
     process.stderr.write(`icefloe standalone: ${text}\n`);
     return e instanceof ConfigError ? 2 : 1;
   }
-  // With no REST API nothing could show FAILED tasks or serve: when every task has failed for good the
-  // worker stops by itself (--exit-on-failure is that behaviour, the only one until the REST API exists).
+  const { worker } = running;
   let allFailed = false;
   if (!stopRequested) {
     await new Promise<void>((resolve) => {
       onStop = resolve;
-      void worker.whenAllFailed().then(() => {
-        allFailed = true;
-        resolve();
-      });
+      if (exitOnFailure) {
+        void worker.whenAllFailed().then(() => {
+          allFailed = true;
+          resolve();
+        });
+      }
     });
   }
   process.off('SIGTERM', stop);
@@ -126,7 +131,7 @@ async function standalone(args: readonly string[]): Promise<number> {
   // Read before stopping: stop() forgets the connectors. A supervisor must see FAILED tasks in the exit
   // code even when it stopped the worker itself (a rolling restart would otherwise hide them).
   const { failed, total } = worker.failures();
-  await worker.stop();
+  await running.stop();
   if (failed.length === 0) return 0;
   process.stderr.write(failureSummary(failed, total, allFailed ? 'all-failed' : 'stopped'));
   return 1;

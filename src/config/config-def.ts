@@ -287,7 +287,8 @@ export interface ConfigInfos {
 }
 
 const SECRET_NAME = /secret|password|token|credential/i;
-const SECRET_SUFFIXES = ['sasl.jaas.config', 'basic.auth.user.info'];
+// `ssl.keystore.key` is PEM private key text (Kafka's PASSWORD type), under `ssl.` or `listeners.https.ssl.`.
+const SECRET_SUFFIXES = ['sasl.jaas.config', 'basic.auth.user.info', 'ssl.keystore.key'];
 
 /**
  * Whether a key holds a secret: a PASSWORD key of the def, or any key whose name says so

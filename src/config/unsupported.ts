@@ -34,7 +34,6 @@ const BYTE_ARRAY_CONVERTER = 'org.apache.kafka.connect.converters.ByteArrayConve
 const SMTS = 'single message transforms (SMTs)';
 const DLQ = 'the dead-letter queue';
 const DISTRIBUTED = 'distributed mode';
-const REST_API = 'the Kafka Connect REST API on the worker';
 
 const TRANSFORMS: Omit<UnsupportedKey, 'key'> = {
   needs: SMTS,
@@ -140,13 +139,19 @@ export const WORKER_UNSUPPORTED: readonly UnsupportedKey[] = [
   { key: 'config.providers.', ...CONFIG_PROVIDERS },
   {
     key: 'connector.client.config.override.policy',
-    needs: `client override policies, which come with ${REST_API}`,
+    needs: 'client override policies, which are not scheduled yet',
     instead: 'Every consumer.override.*, producer.override.* and admin.override.* setting of a connector is applied (the All policy). Remove it (or set All) and review connector overrides yourself.',
   },
-  { key: 'listeners', needs: REST_API, instead: 'The worker serves no HTTP API yet, so nothing would listen here. Remove it.' },
-  { key: 'rest.advertised.host.name', needs: REST_API, instead: 'The worker serves no HTTP API yet. Remove it.' },
-  { key: 'rest.advertised.port', needs: REST_API, instead: 'The worker serves no HTTP API yet. Remove it.' },
-  { key: 'rest.advertised.listener', needs: REST_API, instead: 'The worker serves no HTTP API yet. Remove it.' },
+  {
+    key: 'admin.listeners',
+    needs: 'a separate listener for the /admin endpoints, which is not scheduled yet',
+    instead: 'The /admin endpoints are served on the main listeners (unset), or not at all (set to empty). Remove it, or set it empty.',
+  },
+  {
+    key: 'rest.extension.classes',
+    needs: 'Java REST extensions, which need a JVM',
+    instead: 'For HTTP basic authentication (BasicAuthSecurityRestExtension) set icefloe.rest.basic-auth.file to a file of `user: password` lines (docs/rest.md). Remove it.',
+  },
   {
     key: 'icefloe.coordination',
     needs: `Redis coordination, which comes with ${DISTRIBUTED}`,

@@ -7,7 +7,8 @@
  *
  * Owns: parsing and typing the worker file, the worker's default catalog in the connector's
  * `iceberg.catalog.*` vocabulary, reading connector files. Worker keys Icefloe does not act on yet
- * (the REST API's, distributed mode's) are refused by unsupported.ts's rules.
+ * (distributed mode's, Java REST extensions) are refused by unsupported.ts's rules; the REST API's keys
+ * are parsed by rest-config.ts.
  * Must not: read the file system, the environment or the working directory (callers pass text and a base
  * directory), or print a secret.
  */
@@ -20,7 +21,11 @@ import { ConfigDef, didYouMean, problemSummary, safeProps, validators } from './
 import type { ParsedConfig } from './config-def.ts';
 import { JSON_CONVERTER, parseConverter } from './converters.ts';
 import type { ConverterConfig } from './converters.ts';
+import { buildRestConfig } from './rest-config.ts';
+import type { RestConfig } from './rest-config.ts';
 import { WORKER_UNSUPPORTED, rejectUnsupported, unsupportedDoc } from './unsupported.ts';
+
+export type { HeaderRule, RestConfig, RestListener, RestTlsSettings } from './rest-config.ts';
 
 // ---------------------------------------------------------------------------------------------------
 // Java .properties
@@ -142,13 +147,32 @@ export const WORKER_CONFIG_DEF: ConfigDef = new ConfigDef()
   .define({ name: 'config.providers', type: 'LIST', default: '', importance: 'LOW', group: G_WORKER,
     doc: notYet('config.providers', 'Config providers (`${file:...}`, `${env:...}`), each configured under `config.providers.<name>.*`.') })
   .define({ name: 'listeners', type: 'LIST', default: 'http://:8083', importance: 'LOW', group: G_REST,
-    doc: notYet('listeners', 'REST API listeners, `http://host:port` (empty host: all interfaces).') })
+    doc: 'Where the REST API listens: comma-separated `http://host:port` or `https://host:port` (empty host: every interface; port 0: any free port). An https listener takes its key from `listeners.https.ssl.*`, else from `ssl.*` (docs/rest.md, TLS).' })
   .define({ name: 'rest.advertised.host.name', type: 'STRING', default: null, importance: 'LOW', group: G_REST,
-    doc: notYet('rest.advertised.host.name', 'Host name other workers and statuses (worker_id) use for this worker; default: the listener\'s host.') })
-  .define({ name: 'rest.advertised.port', type: 'INT', default: null, importance: 'LOW', group: G_REST,
-    doc: notYet('rest.advertised.port', 'Port advertised with rest.advertised.host.name; default: the listener\'s port.') })
+    doc: 'The host in this worker\'s `worker_id` (statuses) and its advertised URL; default: the listener\'s host, else the machine\'s host name. In Kubernetes, the pod IP or DNS name.' })
+  .define({ name: 'rest.advertised.port', type: 'INT', default: null, importance: 'LOW', group: G_REST, validator: validators.range(0, 65535),
+    doc: 'The port in this worker\'s `worker_id` and advertised URL; default: the advertised listener\'s bound port.' })
   .define({ name: 'rest.advertised.listener', type: 'STRING', default: null, importance: 'LOW', group: G_REST,
-    doc: notYet('rest.advertised.listener', 'Which listener protocol to advertise.') })
+    validator: validators.oneOf(['http', 'https'], { caseInsensitive: true }),
+    doc: 'Which listener (http or https) is advertised; default: http when an http listener exists, else https.' })
+  .define({ name: 'access.control.allow.origin', type: 'STRING', default: '', importance: 'LOW', group: G_REST,
+    doc: 'CORS: origins allowed to call the REST API from a browser (comma-separated, `*` for any, `*` inside one as a wildcard); matching requests get Access-Control-Allow-Origin. Empty: CORS off.' })
+  .define({ name: 'access.control.allow.methods', type: 'STRING', default: '', importance: 'LOW', group: G_REST,
+    doc: 'CORS: methods allowed in preflight answers (Access-Control-Allow-Methods); empty: GET,POST,HEAD (Jetty\'s default, as Connect).' })
+  .define({ name: 'response.http.headers.config', type: 'STRING', default: '', importance: 'LOW', group: G_REST,
+    doc: 'Headers added to every REST answer: comma-separated rules `[action] [name]:[value]`, action set, add, setDate or addDate (value: milliseconds from now), a rule in double quotes when it holds a comma. Example: `set X-Frame-Options: DENY`.' })
+  .define({ name: 'admin.listeners', type: 'LIST', default: null, importance: 'LOW', group: G_REST,
+    doc: notYet('admin.listeners', 'Listeners for the /admin endpoints; empty: not served at all.') })
+  .define({ name: 'rest.extension.classes', type: 'LIST', default: '', importance: 'LOW', group: G_REST,
+    doc: notYet('rest.extension.classes', 'Java REST extensions (ConnectRestExtension), such as BasicAuthSecurityRestExtension with a JAAS file.') })
+  .define({ name: 'topic.tracking.enable', type: 'BOOLEAN', default: 'true', importance: 'LOW', group: G_REST,
+    doc: 'Whether `GET /connectors/{name}/topics` answers (false: 403 `Topic tracking is disabled.`).' })
+  .define({ name: 'topic.tracking.allow.reset', type: 'BOOLEAN', default: 'true', importance: 'LOW', group: G_REST,
+    doc: 'Whether `PUT /connectors/{name}/topics/reset` is allowed (false: 403 `Topic tracking reset is disabled.`).' })
+  .definePrefix({ prefix: 'listeners.https.', group: G_REST,
+    doc: 'Key material of the https listeners (`listeners.https.ssl.keystore.location`, ...); when any is set, the plain `ssl.*` keys are not used for them (as Connect). PKCS12 (`ssl.keystore.type=PKCS12`, `ssl.keystore.location`, `ssl.keystore.password`) or PEM (`ssl.keystore.type=PEM` with `ssl.keystore.key` + `ssl.keystore.certificate.chain`, or `ssl.keystore.location` naming a PEM file); JKS is refused (convert it to PKCS12); `ssl.enabled.protocols` limits TLS versions; `ssl.client.auth` must be none.' })
+  .define({ name: 'icefloe.rest.basic-auth.file', type: 'STRING', default: null, importance: 'MEDIUM', group: G_REST,
+    doc: 'HTTP basic authentication for every REST route: a file of `user: password` lines (Java properties, the format of Connect\'s PropertyFileLoginModule), relative to the worker\'s working directory. Unset: no authentication. Replaces Connect\'s `rest.extension.classes=...BasicAuthSecurityRestExtension` with a JAAS file, which needs a JVM. An empty file is refused (Connect would let everyone in).' })
   .define({ name: 'security.protocol', type: 'STRING', default: 'PLAINTEXT', importance: 'MEDIUM', group: G_SECURITY,
     validator: validators.oneOf(['PLAINTEXT', 'SSL', 'SASL_PLAINTEXT', 'SASL_SSL'], { caseInsensitive: true }),
     doc: 'Protocol of the worker\'s Kafka clients; passed, with `sasl.*` and `ssl.*`, to every Kafka client of the worker and its connectors.' })
@@ -166,6 +190,8 @@ export const WORKER_CONFIG_DEF: ConfigDef = new ConfigDef()
     doc: 'Extra properties of the worker\'s default catalog, in the iceberg.catalog.* vocabulary (`s3.endpoint`, `s3.access-key-id`, `s3.secret-access-key`, `client.region`, `token`, `jdbc.user`, `jdbc.password`).' })
   .define({ name: 'icefloe.tasks.mode', type: 'STRING', default: 'process', importance: 'MEDIUM', group: G_ICEFLOE, validator: validators.oneOf(['process', 'in-process']),
     doc: 'Run each task as a child process (N tasks use N cores; the native Kafka client does not load in worker threads) or all tasks in the worker process (one core; simplest to debug).' })
+  .define({ name: 'icefloe.connectors.file', type: 'STRING', default: 'icefloe-data/connectors.json', importance: 'MEDIUM', group: G_ICEFLOE, validator: validators.nonEmpty(),
+    doc: 'Where the standalone worker keeps the connectors created, reconfigured, paused or stopped through the REST API (relative to the working directory), so that they survive a restart; configs are kept as submitted (`${...}` placeholders unresolved), the file readable by its owner only. Connectors given on the command line are added to it (or updated, keeping their stored state).' })
   .define({ name: 'icefloe.tasks.id-offset', type: 'INT', default: '0', importance: 'LOW', group: G_ICEFLOE, validator: validators.range(0),
     doc: 'Added to the task numbers of every connector this worker runs (task ids `<offset>..<offset>+tasks.max-1`, so transactional ids `<prefix><connector>-<id>`): several standalone workers sharing one connector give each a different offset so their tasks stay distinct members rather than fencing each other by transactional.id.' })
   .define({ name: 'icefloe.log.format', type: 'STRING', default: 'auto', importance: 'LOW', group: G_ICEFLOE, validator: validators.oneOf(LOG_FORMATS),
@@ -204,10 +230,14 @@ export interface WorkerConfig {
   readonly tasksMode: 'process' | 'in-process';
   /** Added to each connector's task numbers (several standalone workers on one connector use distinct ids). */
   readonly taskIdOffset: number;
+  /** icefloe.connectors.file, absolute: the standalone herder's connector store. */
+  readonly connectorsFile: string;
   /** task.shutdown.graceful.timeout.ms: how long stopping tasks may take in all before they are killed. */
   readonly taskShutdownTimeoutMs: number;
   /** icefloe.log.format (app.ts resolves `auto` and ICEFLOE_LOG_FORMAT: core/log-format.ts). */
   readonly logFormat: LogFormatSetting;
+  /** The REST API's listeners, advertised address, CORS, headers, TLS and authentication. */
+  readonly rest: RestConfig;
   readonly secretKeys: readonly string[];
   readonly warnings: readonly string[];
   stored(): Record<string, string>;
@@ -298,6 +328,7 @@ function buildWorker(p: ParsedConfig, options: WorkerParseOptions): WorkerConfig
       defaultCatalogProps = undefined;
   }
 
+  const rest = buildRestConfig(p, (path) => resolvePath(options.baseDir, path));
   rejectUnsupported(p, WORKER_UNSUPPORTED);
   for (const key of Object.keys(p.unknown)) {
     // Other unknown keys pass through as in Connect; one that looks like a known key is most likely a typo.
@@ -318,8 +349,10 @@ function buildWorker(p: ParsedConfig, options: WorkerParseOptions): WorkerConfig
     defaultCatalogProps: defaultCatalogProps === undefined ? undefined : safeProps(defaultCatalogProps, 'iceberg.catalog.'),
     tasksMode: p.string('icefloe.tasks.mode') === 'in-process' ? 'in-process' : 'process',
     taskIdOffset: p.number('icefloe.tasks.id-offset') ?? 0,
+    connectorsFile: resolvePath(options.baseDir, p.string('icefloe.connectors.file') ?? 'icefloe-data/connectors.json'),
     taskShutdownTimeoutMs: p.number('task.shutdown.graceful.timeout.ms') ?? 30_000,
     logFormat: LOG_FORMATS.find((f) => f === p.string('icefloe.log.format')) ?? 'auto',
+    rest,
     secretKeys: p.secretKeys(),
     warnings: p.warnings,
     stored,

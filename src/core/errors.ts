@@ -9,6 +9,7 @@
  * - `CommitConflictError`     the catalog refused our commit's requirements; reload and re-apply
  * - `CommitStateUnknownError` we do not know whether the commit landed; reload and look for our commit id
  * - `FatalError`              an invariant is broken (fenced, identity mismatch); stop and say why
+ * - `RequestRefused`          a control request (REST API → herder) that cannot be done; `reason` picks the status
  * Adapters translate foreign errors into these once, at their boundary, keeping the original as `cause`.
  *
  * A failure that is one record's carries the record's Kafka coordinates (`record`): its message starts
@@ -23,6 +24,7 @@ export const ERROR_CODES = [
   'COMMIT_CONFLICT',
   'COMMIT_STATE_UNKNOWN',
   'FATAL',
+  'REQUEST_REFUSED',
 ] as const;
 export type ErrorCode = (typeof ERROR_CODES)[number];
 
@@ -101,6 +103,22 @@ export class CommitStateUnknownError extends IcefloeError {
 export class FatalError extends IcefloeError {
   constructor(message: string, options?: ErrorOptions) {
     super('FATAL', message, false, options);
+  }
+}
+
+/**
+ * Why the herder refused a request; the REST layer maps each to one HTTP status (rest/server.ts):
+ * not-found 404, already-exists 409, conflict 409 (transient: clients retry), bad-request 400,
+ * forbidden 403, timeout 500, failed 500.
+ */
+export type RefusalReason = 'not-found' | 'already-exists' | 'conflict' | 'bad-request' | 'forbidden' | 'timeout' | 'failed';
+
+/** A control request refused; the message is what the client reads (verbatim where clients match on it). */
+export class RequestRefused extends IcefloeError {
+  readonly refusal: RefusalReason;
+  constructor(refusal: RefusalReason, message: string, options?: ErrorOptions) {
+    super('REQUEST_REFUSED', message, refusal === 'conflict', options);
+    this.refusal = refusal;
   }
 }
 

@@ -61,6 +61,11 @@ export class PartitionHolds {
     return this.holds.size > 0;
   }
 
+  /** True when the partition is held and paused (a resume of the whole task must leave it paused). */
+  isHeld(tp: TopicPartition): boolean {
+    return this.holds.get(partitionKey(tp))?.paused === true;
+  }
+
   /** True when the record's partition is paused: the record must not be handled (it will be read again). */
   blocks(r: RawRecord): boolean {
     if (r.partition === this.lastPartition && r.topic === this.lastTopic) return this.lastHeld;

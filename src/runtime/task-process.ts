@@ -45,10 +45,16 @@ export const MAX_ORPHAN_STOP_MS = 10_000;
 /** What the child tells the worker. */
 export type ChildMessage =
   | { readonly type: 'announced' }
-  | { readonly type: 'state'; readonly state: TaskState; readonly trace?: string; readonly failure?: TaskFailure };
+  | { readonly type: 'state'; readonly state: TaskState; readonly trace?: string; readonly failure?: TaskFailure; readonly topics?: readonly string[] };
 
 /** What the worker tells the child. */
-export type ParentMessage<Spec> = { readonly type: 'start'; readonly spec: Spec } | { readonly type: 'stop' } | { readonly type: 'fail'; readonly message: string };
+export type ParentMessage<Spec> =
+  | { readonly type: 'start'; readonly spec: Spec }
+  | { readonly type: 'stop' }
+  | { readonly type: 'fail'; readonly message: string }
+  | { readonly type: 'pause' }
+  | { readonly type: 'resume' }
+  | { readonly type: 'forget-topics' };
 
 // ---------------------------------------------------------------------------------------------------
 // The worker's side
@@ -58,6 +64,7 @@ export type ParentMessage<Spec> = { readonly type: 'start'; readonly spec: Spec 
 export function taskProcessHandle(taskId: number, child: ChildProcess, log: Logger, onAnnounced: () => void): TaskHandle {
   let state: { state: string; trace?: string } = { state: 'UNASSIGNED' };
   let failedWith: string | undefined;
+  let topics: readonly string[] = [];
   /** How the task failed, as the child reported it (cause, record coordinates). */
   let failure: TaskFailure | undefined;
   let exited = false;
@@ -66,10 +73,14 @@ export function taskProcessHandle(taskId: number, child: ChildProcess, log: Logg
     else if (m.type === 'state') {
       state = { state: m.state, ...(m.trace === undefined ? {} : { trace: m.trace }) };
       failure = m.failure ?? failure;
+      topics = m.topics ?? topics;
     }
   });
   const kill = (): void => {
     if (!exited) child.kill('SIGKILL');
+  };
+  const tell = (m: ParentMessage<never>): void => {
+    if (child.connected) child.send(m);
   };
   // A child that let go of the worker but does not exit is stuck in its exit (a native clean-up): end it.
   child.on('disconnect', () => {
@@ -116,6 +127,13 @@ export function taskProcessHandle(taskId: number, child: ChildProcess, log: Logg
       failedWith = message;
       if (child.connected) child.send({ type: 'fail', message } satisfies ParentMessage<never>);
     },
+    pause: () => tell({ type: 'pause' }),
+    resume: () => tell({ type: 'resume' }),
+    topics: () => topics,
+    forgetTopics: () => {
+      topics = [];
+      tell({ type: 'forget-topics' });
+    },
     kill,
   };
 }
@@ -131,8 +149,12 @@ export interface ChildTask {
   readonly restartable: boolean;
   /** Set once the task failed: its cause and record, for the worker. */
   readonly failedWith: TaskFailure | undefined;
+  readonly activeTopics: readonly string[];
   stop(): void;
   fail(message: string): void;
+  pause(): void;
+  resume(): void;
+  forgetTopics(): void;
 }
 
 export interface ChildOptions<Spec> {
@@ -154,6 +176,8 @@ export async function runTaskChild<Spec>(o: ChildOptions<Spec>): Promise<number>
   /** The task once started (messages and signals may come before). */
   const current: { task?: ChildTask } = {};
   let stopRequested = false;
+  /** A pause asked for before the task existed (a connector created PAUSED). */
+  let pauseRequested = false;
   const stop = (): void => {
     stopRequested = true;
     current.task?.stop();
@@ -175,6 +199,13 @@ export async function runTaskChild<Spec>(o: ChildOptions<Spec>): Promise<number>
   process.on('message', (m: ParentMessage<Spec>) => {
     if (m.type === 'stop') stop();
     else if (m.type === 'fail') current.task?.fail(m.message);
+    else if (m.type === 'pause') {
+      pauseRequested = true;
+      current.task?.pause();
+    } else if (m.type === 'resume') {
+      pauseRequested = false;
+      current.task?.resume();
+    } else if (m.type === 'forget-topics') current.task?.forgetTopics();
   });
 
   const orphan = watchParent(log, Math.min(MAX_ORPHAN_STOP_MS, Math.max(0, o.orphanStopMs(spec))), stop);
@@ -189,8 +220,17 @@ export async function runTaskChild<Spec>(o: ChildOptions<Spec>): Promise<number>
     return orphan.exitCode(restartable(e) ? EXIT_TASK_CRASHED : EXIT_TASK_FAILED);
   }
   current.task = started.task;
+  if (pauseRequested) started.task.pause();
   if (stopRequested || orphan.orphaned) started.task.stop();
-  const report = setInterval(() => send({ type: 'state', state: started.task.state, ...(started.task.trace === undefined ? {} : { trace: started.task.trace }) }), 1000);
+  const reportState = (): void => send({ type: 'state', state: started.task.state, topics: started.task.activeTopics, ...(started.task.trace === undefined ? {} : { trace: started.task.trace }) });
+  // Every second, and soon after a change a user waits for (a pause, a resume, the start).
+  let last = '';
+  const report = setInterval(() => {
+    const now = `${started.task.state} ${started.task.activeTopics.length}`;
+    if (now !== last) reportState();
+    last = now;
+  }, 100);
+  const heartbeat = setInterval(reportState, 1000);
   try {
     await started.done;
     return orphan.exitCode(0);
@@ -200,6 +240,7 @@ export async function runTaskChild<Spec>(o: ChildOptions<Spec>): Promise<number>
     return orphan.exitCode(t.restartable ? EXIT_TASK_CRASHED : EXIT_TASK_FAILED);
   } finally {
     clearInterval(report);
+    clearInterval(heartbeat);
   }
 }
 

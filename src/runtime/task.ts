@@ -29,7 +29,7 @@ import type { BackoffBounds } from '../core/retry.ts';
 import type { Logger } from '../core/log.ts';
 import type { ConnectorConfig } from '../config/connector-config.ts';
 import type { ConverterKind } from '../config/converters.ts';
-import { isFenced, requiresAbort } from '../consume/port.ts';
+import { isFenced, partitionKey, requiresAbort } from '../consume/port.ts';
 import type { KafkaSource, RawRecord, TransactionalProducer } from '../consume/port.ts';
 import type { Catalog } from '../commit/port.ts';
 import { TaskChannel } from '../coordinate/task-channel.ts';
@@ -69,7 +69,7 @@ export interface SinkTaskDeps {
   readonly random?: () => number;
 }
 
-export type TaskState = 'UNASSIGNED' | 'RUNNING' | 'FAILED' | 'STOPPED';
+export type TaskState = 'UNASSIGNED' | 'RUNNING' | 'PAUSED' | 'FAILED' | 'STOPPED';
 
 export interface TaskMetrics extends WriterMetrics, ChannelMetrics {
   recordsConsumed: number;
@@ -128,6 +128,11 @@ export class SinkTask {
   private readonly backoff = new Backoff(CYCLE_BACKOFF);
   private readonly holds: PartitionHolds;
   private stopping = false;
+  /** What `pause()`/`resume()` asked for, and what the loop has made of it. */
+  private pauseWanted = false;
+  private paused = false;
+  /** Topics this task handled a record of since it started or `forgetTopics()` (Connect's active topics). */
+  private readonly topicsSeen = new Set<string>();
   /** Set by `fail()`: the worker failed the connector (a table stopped); the loop ends with it. */
   private failure: FatalError | undefined;
 
@@ -181,6 +186,29 @@ export class SinkTask {
   }
 
   /**
+   * Pauses consuming (Connect's PUT /pause) without leaving the group: the open cycle is committed first,
+   * so a paused task holds nothing unannounced — nothing waits on it and nothing is lost if it is stopped
+   * or its partitions move while paused. Its partitions stay paused across rebalances until `resume()`.
+   */
+  pause(): void {
+    this.pauseWanted = true;
+  }
+
+  /** Consumes again from where the paused task stopped (partitions waiting for a schema stay held). */
+  resume(): void {
+    this.pauseWanted = false;
+  }
+
+  get activeTopics(): readonly string[] {
+    return [...this.topicsSeen].sort();
+  }
+
+  /** PUT /connectors/{c}/topics/reset: the active topics start empty again. */
+  forgetTopics(): void {
+    this.topicsSeen.clear();
+  }
+
+  /**
    * Fails the task from outside (the worker, when a table of the connector stopped): the loop abandons
    * the open cycle at its next step — nothing more is announced or committed — and the task ends FAILED
    * with `message` in its trace.
@@ -204,7 +232,8 @@ export class SinkTask {
       while (!this.stopping) {
         this.throwIfFailed();
         try {
-          await this.pollOnce();
+          if (this.pauseWanted || this.paused) await this.pausedStep();
+          else await this.pollOnce();
           this.backoff.reset();
         } catch (e) {
           await this.retryLater(e);
@@ -264,6 +293,42 @@ export class SinkTask {
     }
   }
 
+  /**
+   * A step of a paused (or pausing, or resuming) task. Pausing commits the open cycle, then every assigned
+   * partition is paused on each step (newly assigned ones too) and polled so the consumer stays in the
+   * group; records fetched before the pause took hold are not handled: their partitions are sought back to
+   * the first of them, so they are read after the resume (the cycle's offsets only cover handled records).
+   */
+  private async pausedStep(): Promise<void> {
+    const { channel, holds } = this;
+    const source = this.d.source;
+    if (channel.needsRewind) {
+      await channel.rewind();
+      holds.afterRewind();
+    }
+    if (!this.pauseWanted) {
+      const free = source.assignment().filter((tp) => !holds.isHeld(tp));
+      if (free.length > 0) source.resume(free);
+      this.paused = false;
+      this.state = 'RUNNING';
+      this.log.info('task resumed', { partitions: free.length });
+      return;
+    }
+    if (!this.paused) {
+      this.throwIfFailed();
+      await channel.endCycle('pause');
+      this.paused = true;
+      this.state = 'PAUSED';
+      this.log.info('task paused: its open cycle is committed; the partitions stay assigned and paused');
+    }
+    const assigned = source.assignment();
+    if (assigned.length > 0) source.pause(assigned);
+    const batch = await source.poll({ maxRecords: POLL_MAX_RECORDS, timeoutMs: MAX_POLL_WAIT_MS });
+    const first = new Map<string, RawRecord>();
+    for (const r of batch) if (!first.has(partitionKey(r))) first.set(partitionKey(r), r);
+    for (const r of first.values()) await source.seek({ topic: r.topic, partition: r.partition, offset: r.offset });
+  }
+
   private throwIfFailed(): void {
     if (this.failure !== undefined) throw this.failure;
   }
@@ -271,6 +336,7 @@ export class SinkTask {
   /** Handles one record synchronously when it can; returns a promise when the writer needs I/O. */
   private handle(r: RawRecord): Promise<void> | undefined {
     this.consumed.recordsConsumed++;
+    this.topicsSeen.add(r.topic);
     this.consumed.bytesConsumed += r.value?.byteLength ?? 0;
     const outcome = this.writer.write(r);
     if (typeof outcome === 'string') {

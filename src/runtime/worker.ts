@@ -55,6 +55,12 @@ export interface TaskHandle {
   fail(message: string): Promise<void>;
   /** Ends the task at once (a task process: SIGKILL); absent where that is impossible (a task in this process). */
   kill?(): void;
+  /** Pauses consuming without leaving the group (task.ts `pause`); `resume` undoes it. */
+  pause(): void;
+  resume(): void;
+  /** The topics the task handled records of (Connect's active topics), and forgetting them. */
+  topics(): readonly string[];
+  forgetTopics(): void;
   state(): { readonly state: string; readonly trace?: string };
 }
 
@@ -100,6 +106,8 @@ interface TaskSlot {
   restartTimer: NodeJS.Timeout | undefined;
   /** Set once the task FAILED for good (no restart): the summary's line. */
   failed: TaskFailureLine | undefined;
+  /** Set while a requested restart stops the current incarnation: its end is neither a failure nor restarted. */
+  replacing?: boolean;
 }
 
 /** A task that FAILED and will not be restarted, as the summary shows it. */
@@ -132,9 +140,14 @@ export function failureSummary(failures: readonly TaskFailureLine[], total: numb
 interface RunningConnector {
   readonly config: ConnectorConfig;
   readonly tasks: TaskSlot[];
-  readonly committer: ConnectorCommitter;
-  readonly closeCommitter: () => Promise<void>;
-  readonly loop: CommitterLoop;
+  /** Replaced when the connector instance is restarted (POST /connectors/{c}/restart). */
+  committer: ConnectorCommitter;
+  closeCommitter: () => Promise<void>;
+  loop: CommitterLoop;
+  /** PUT /pause: every incarnation of its tasks is paused until PUT /resume. */
+  paused: boolean;
+  /** Set while the connector is being stopped on its own (PUT /stop, a new config, DELETE): no restarts. */
+  stopping: boolean;
   readonly retentionMs: number | null;
   health: HealthVerdict;
   /** Set once a table failed the connector (until the worker restarts). */
@@ -146,7 +159,7 @@ interface RunningConnector {
 
 export interface ConnectorStatus {
   readonly name: string;
-  readonly state: 'RUNNING' | 'FAILED';
+  readonly state: 'RUNNING' | 'PAUSED' | 'FAILED';
   readonly trace?: string;
   /** `restarts`: incarnations started after the first; `lastFailure`: the unexpected end the last restart recovered from. */
   readonly tasks: { id: number; state: string; trace?: string; restarts: number; lastFailure?: string }[];
@@ -169,30 +182,134 @@ export class StandaloneWorker {
     this.now = deps.nowMs ?? Date.now;
   }
 
-  async start(connector: ConnectorConfig): Promise<void> {
+  /** Starts a connector: its committer, then its tasks (paused from the start when `paused`). */
+  async start(connector: ConnectorConfig, options: { readonly paused?: boolean } = {}): Promise<void> {
+    if (this.connectors.has(connector.name)) throw new Error(`connector ${connector.name} runs already`);
     const log = this.d.log.child({ connector: connector.name });
     const { retentionMs } = await this.d.prepareConnector(connector);
     const { committer, close } = await this.d.createCommitter(connector);
-    // The loop's first round comes an interval or a wake later, after `running` below is set.
-    const self: { running?: RunningConnector } = {};
-    const loop = new CommitterLoop(committer, {
-      intervalMs: connector.control.commitIntervalMs,
-      log,
-      afterRound: () => {
-        if (self.running !== undefined) this.checkHealth(self.running, log);
-      },
-    });
-    const running: RunningConnector = (self.running = { config: connector, tasks: [], committer, closeCommitter: close, loop, retentionMs, health: { tables: [] }, failure: undefined, alarmed: new Set(),
-      healthTimer: setInterval(() => this.checkHealth(running, log), HEALTH_CHECK_MS).unref() });
+    const running: RunningConnector = { config: connector, tasks: [], committer, closeCommitter: close, loop: undefined as unknown as CommitterLoop, paused: options.paused === true, stopping: false,
+      retentionMs, health: { tables: [] }, failure: undefined, alarmed: new Set(),
+      healthTimer: setInterval(() => this.checkHealth(running, log), HEALTH_CHECK_MS).unref() };
+    running.loop = this.committerLoop(running, log);
     this.connectors.set(connector.name, running);
     for (let t = 0; t < connector.tasksMax; t++) {
-      const handle = this.d.startTask(connector, t, () => loop.wake(), 0);
+      const handle = this.startIncarnation(running, t, 0);
       const slot: TaskSlot = { taskId: handle.taskId, handle, ended: false, startedAtMs: this.now(), restarts: 0, lastFailure: undefined,
         backoff: new Backoff(this.d.restartBackoff ?? RESTART_BACKOFF, this.d.random), restartTimer: undefined, failed: undefined };
       running.tasks.push(slot);
       this.watch(running, slot, t, log);
     }
-    log.info('connector started', { tasks: connector.tasksMax, config: connector.redacted() });
+    log.info('connector started', { tasks: connector.tasksMax, paused: running.paused, config: connector.redacted() });
+  }
+
+  /** The committer's rounds; its first comes an interval or a wake later. */
+  private committerLoop(c: RunningConnector, log: Logger): CommitterLoop {
+    return new CommitterLoop(c.committer, {
+      intervalMs: c.config.control.commitIntervalMs,
+      log,
+      afterRound: () => this.checkHealth(c, log),
+    });
+  }
+
+  private startIncarnation(c: RunningConnector, n: number, incarnation: number): TaskHandle {
+    const handle = this.d.startTask(c.config, n, () => c.loop.wake(), incarnation);
+    if (c.paused) handle.pause();
+    return handle;
+  }
+
+  /** The names of the connectors this worker runs. */
+  running(): readonly string[] {
+    return [...this.connectors.keys()];
+  }
+
+  /** PUT /pause: the tasks stop consuming (each commits its open cycle first) and stay in the group. */
+  pause(name: string): void {
+    const c = this.connector(name);
+    c.paused = true;
+    for (const t of c.tasks) if (!t.ended) t.handle.pause();
+  }
+
+  resume(name: string): void {
+    const c = this.connector(name);
+    c.paused = false;
+    for (const t of c.tasks) if (!t.ended) t.handle.resume();
+  }
+
+  /** The topics the connector's tasks handled records of (Connect's active topics). */
+  topics(name: string): readonly string[] {
+    const c = this.connectors.get(name);
+    return c === undefined ? [] : [...new Set(c.tasks.flatMap((t) => t.handle.topics()))].sort();
+  }
+
+  forgetTopics(name: string): void {
+    for (const t of this.connectors.get(name)?.tasks ?? []) t.handle.forgetTopics();
+  }
+
+  /**
+   * Restarts task `n` of the connector (POST /connectors/{c}/tasks/{n}/restart): the running incarnation
+   * stops as on a worker stop (its last cycle commits; bounded, then killed), a new one starts; a FAILED
+   * task starts afresh, its restart back-off reset.
+   */
+  async restartTask(name: string, n: number): Promise<void> {
+    const c = this.connector(name);
+    const slot = c.tasks[n];
+    if (slot === undefined) throw new Error(`connector ${name} has no task ${n}`);
+    clearTimeout(slot.restartTimer);
+    slot.restartTimer = undefined;
+    const old = slot.handle;
+    slot.replacing = true;
+    try {
+      if (!slot.ended) await this.stopSlots([slot]);
+    } finally {
+      slot.replacing = false;
+    }
+    if (c.stopping || this.stopping || slot.handle !== old) return;
+    slot.backoff.reset();
+    slot.failed = undefined;
+    slot.handle = this.startIncarnation(c, n, slot.restarts + 1);
+    slot.ended = false;
+    slot.startedAtMs = this.now();
+    const log = this.d.log.child({ connector: name });
+    log.info('task restarted on request', { task: slot.handle.taskId });
+    this.watch(c, slot, n, log);
+  }
+
+  /**
+   * Restarts the connector instance (POST /connectors/{c}/restart): a new committer, which reads the
+   * tables and the control topic afresh; a connector failed by a table starts healthy again (its tables
+   * are checked anew after the first round).
+   */
+  async restartConnector(name: string): Promise<void> {
+    const c = this.connector(name);
+    const log = this.d.log.child({ connector: name });
+    await c.loop.stop();
+    await c.closeCommitter();
+    const { committer, close } = await this.d.createCommitter(c.config);
+    c.committer = committer;
+    c.closeCommitter = close;
+    c.failure = undefined;
+    c.alarmed.clear();
+    c.health = { tables: [] };
+    c.loop = this.committerLoop(c, log);
+    log.info('connector restarted on request');
+  }
+
+  /** Whether task `n` of the connector is FAILED (for good, or waiting for its automatic restart). */
+  taskFailed(name: string, n: number): boolean {
+    const slot = this.connector(name).tasks[n];
+    return slot !== undefined && (slot.failed !== undefined || slot.restartTimer !== undefined);
+  }
+
+  /** Whether the connector instance is FAILED (a table failed it). */
+  connectorFailed(name: string): boolean {
+    return this.connector(name).failure !== undefined;
+  }
+
+  private connector(name: string): RunningConnector {
+    const c = this.connectors.get(name);
+    if (c === undefined) throw new Error(`connector ${name} does not run on this worker`);
+    return c;
   }
 
   /** Follows one incarnation of task number `n` to its end, and restarts it when that end was unexpected. */
@@ -200,9 +317,10 @@ export class StandaloneWorker {
     const handle = slot.handle;
     handle.done.then(
       () => {
-        slot.ended = true;
+        if (slot.handle === handle) slot.ended = true;
       },
       (e: unknown) => {
+        if (slot.handle !== handle || slot.replacing === true) return; // an incarnation a requested restart replaces
         slot.ended = true;
         const { record, cause } = describeFailure(e);
         const line: TaskFailureLine = { connector: c.config.name, task: handle.taskId, ...(record === undefined ? {} : { record }), cause };
@@ -214,8 +332,8 @@ export class StandaloneWorker {
           error: errorMessage(e),
           trace,
         };
-        if (this.stopping) {
-          log.warn(`${failureLine(line)} (while the worker stops)`, fields);
+        if (this.stopping || c.stopping) {
+          log.warn(`${failureLine(line)} (while the ${this.stopping ? 'worker' : 'connector'} stops)`, fields);
           return;
         }
         if (c.failure !== undefined || !restartable(e)) {
@@ -230,9 +348,9 @@ export class StandaloneWorker {
         log.error(`${failureLine(line)}; restarting it in ${(delay / 1000).toFixed(1)} s`, { ...fields, restarting: true, restarts: slot.restarts + 1, retryInMs: delay });
         slot.restartTimer = setTimeout(() => {
           slot.restartTimer = undefined;
-          if (this.stopping || c.failure !== undefined) return;
+          if (this.stopping || c.stopping || c.failure !== undefined) return;
           slot.restarts++;
-          slot.handle = this.d.startTask(c.config, n, () => c.loop.wake(), slot.restarts);
+          slot.handle = this.startIncarnation(c, n, slot.restarts);
           slot.ended = false;
           slot.startedAtMs = this.now();
           log.info('task restarted', { task: slot.handle.taskId, restarts: slot.restarts });
@@ -274,7 +392,7 @@ export class StandaloneWorker {
   status(): ConnectorStatus[] {
     return [...this.connectors.values()].map((c) => ({
       name: c.config.name,
-      state: c.failure === undefined ? 'RUNNING' : 'FAILED',
+      state: c.failure !== undefined ? 'FAILED' : c.paused ? 'PAUSED' : 'RUNNING',
       ...(c.failure === undefined ? {} : { trace: c.failure.message }),
       tasks: c.tasks.map((t) => ({
         id: t.taskId,
@@ -337,7 +455,34 @@ export class StandaloneWorker {
    */
   async stop(): Promise<void> {
     this.stopping = true;
-    const slots = [...this.connectors.values()].flatMap((c) => c.tasks);
+    await this.stopSlots([...this.connectors.values()].flatMap((c) => c.tasks));
+    for (const c of this.connectors.values()) await this.closeConnector(c);
+    this.connectors.clear();
+  }
+
+  /**
+   * Stops one connector (PUT /stop, a new config, DELETE): its tasks as on a worker stop, a last committer
+   * round, its clients closed; the worker and its other connectors run on.
+   */
+  async stopConnector(name: string): Promise<void> {
+    const c = this.connectors.get(name);
+    if (c === undefined) return;
+    c.stopping = true;
+    await this.stopSlots(c.tasks);
+    await this.closeConnector(c);
+    this.connectors.delete(name);
+    this.d.log.info('connector stopped', { connector: name });
+    this.checkAllFailed();
+  }
+
+  private async closeConnector(c: RunningConnector): Promise<void> {
+    clearInterval(c.healthTimer);
+    await c.loop.stop();
+    await c.closeCommitter();
+  }
+
+  /** Stops tasks within `task.shutdown.graceful.timeout.ms` in all; one still running then is killed. */
+  private async stopSlots(slots: readonly TaskSlot[]): Promise<void> {
     for (const t of slots) clearTimeout(t.restartTimer);
     await Promise.all(slots.filter((t) => !t.ended).map((t) => t.handle.stop().catch(() => undefined))); // a FAILED task has ended already
     const limitMs = this.d.taskShutdownTimeoutMs ?? DEFAULT_TASK_SHUTDOWN_TIMEOUT_MS;
@@ -353,11 +498,5 @@ export class StandaloneWorker {
       // A killed task process ends at once; a task in this process cannot be killed and is left behind.
       await Promise.allSettled(slots.filter((x) => x.handle.kill !== undefined).map((x) => x.handle.done));
     }
-    for (const c of this.connectors.values()) {
-      clearInterval(c.healthTimer);
-      await c.loop.stop();
-      await c.closeCommitter();
-    }
-    this.connectors.clear();
   }
 }

@@ -33,7 +33,7 @@ import { apacheSinkLikeEvent, otherConnectorAnnouncement, produceBulk } from '..
 import { kafkaSettings, unique } from '../helpers/kafka.ts';
 import { e2eResources, PROCESS_WORKER, produceOrders, SCHEMALESS_JSON, sinkConnector, stopWorker, uniqueIdent, waitCommitted } from '../helpers/sink-e2e.ts';
 import { s3Settings, stackEndpoints } from '../helpers/stack.ts';
-import { startWorker } from '../helpers/worker.ts';
+import { startWorker, untilWorkers } from '../helpers/worker.ts';
 import type { WorkerProcess } from '../helpers/worker.ts';
 
 const BACKLOG_MB = Number(process.env['ICEFLOE_CATCHUP_MB'] ?? '200');
@@ -175,6 +175,14 @@ test(`committers behind ${BACKLOG_MB} MB of control-topic backlog catch up in bo
   const spreadMs = Date.now() - workerStart;
   await waitCommitted(worker, tableA, COUNT_A, 300_000);
   const tasksMs = Date.now() - workerStart;
+  // Both tables being whole says nothing about either committer having reached the end of the control
+  // topic: spread's last announcement lies a few steps before it (table B is whole two rounds early) and
+  // table A is committed by the other committer. Stopping now would leave spread mid catch-up (the stop's
+  // last round reads one step), so wait for what is asserted: each committer says it caught up.
+  for (const c of [tasksConnector, spreadConnector]) {
+    await untilWorkers(`${c}: caught up, and said so`, () => lineIndex(worker, c, 'control topic caught up') >= 0, [worker], 120_000);
+  }
+  const caughtUpMs = Date.now() - workerStart;
   const hwm = procStatus(pid, 'VmHWM');
   clearInterval(sampler);
   await stopWorker(worker);
@@ -189,6 +197,7 @@ test(`committers behind ${BACKLOG_MB} MB of control-topic backlog catch up in bo
     produceMs,
     spreadCommittedMs: spreadMs,
     tasksCommittedMs: tasksMs,
+    caughtUpMs,
     steps: { tasks: stepsOf(tasksConnector).length, spread: stepsOf(spreadConnector).length },
     spreadCommits: commitsB.length,
     spreadCommitsBeforeCaughtUp: commitsBeforeCaughtUp,

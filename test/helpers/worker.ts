@@ -20,7 +20,11 @@ export interface WorkerOptions {
   readonly env?: Readonly<Record<string, string>>;
   /** Reuse a directory (a restart keeps the SQLite catalog and local warehouse). */
   readonly dir?: string;
-  /** Options of `icefloe standalone` before its files, e.g. --exit-on-failure. */
+  /**
+   * Options of `icefloe standalone` before its files; default `--exit-on-failure` (the worker ends once
+   * every task FAILED for good, or a connector cannot start): the tests written before the REST API
+   * assert that end. Pass `[]` for a worker that stays up and shows FAILED in its REST status.
+   */
   readonly args?: readonly string[];
 }
 
@@ -63,7 +67,7 @@ export function startWorker(options: WorkerOptions): WorkerProcess {
     writeFileSync(f, JSON.stringify({ name: c.name, config: c.config }, null, 2));
     return f;
   });
-  const child = spawn(process.execPath, [CLI, 'standalone', ...(options.args ?? []), join(dir, 'worker.properties'), ...files], {
+  const child = spawn(process.execPath, [CLI, 'standalone', ...(options.args ?? ['--exit-on-failure']), join(dir, 'worker.properties'), ...files], {
     cwd: dir,
     // Without the caller's ICEFLOE_LOG_FORMAT: the tests read JSON lines (auto on a pipe) unless they set one.
     env: { ...process.env, ICEFLOE_LOG_FORMAT: undefined, ...options.env },

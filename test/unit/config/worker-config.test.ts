@@ -137,7 +137,7 @@ test('worker errors are collected: converters, security protocol, brokers, unsup
   );
   assert.deepEqual([...v.errors.keys()].sort(), ['bootstrap.servers', 'icefloe.coordination', 'security.protocol', 'value.converter']);
   assert.match(v.errors.get('value.converter')?.[0] ?? '', /value.converter.schema.registry.url/);
-  assert.throws(() => parseWorkerProperties('listeners=https://:8443', { baseDir: BASE_DIR }), /not supported yet: listeners needs the Kafka Connect REST API/);
+  assert.throws(() => parseWorkerProperties('admin.listeners=http://:8084', { baseDir: BASE_DIR }), /not supported yet: admin.listeners needs a separate listener/);
 });
 
 test('worker keys Icefloe does not act on yet fail with "not supported yet"; their defaults load', () => {
@@ -146,10 +146,8 @@ test('worker keys Icefloe does not act on yet fail with "not supported yet"; the
     'config.providers': 'file',
     'config.providers.file.class': 'org.apache.kafka.common.config.provider.FileConfigProvider',
     'connector.client.config.override.policy': 'None',
-    listeners: 'http://127.0.0.1:8083',
-    'rest.advertised.host.name': 'worker-1',
-    'rest.advertised.port': '8083',
-    'rest.advertised.listener': 'http',
+    'admin.listeners': 'http://127.0.0.1:8084',
+    'rest.extension.classes': 'org.apache.kafka.connect.rest.basic.auth.extension.BasicAuthSecurityRestExtension',
     'icefloe.coordination': 'redis',
     'icefloe.redis.url': 'redis://:s3cret@127.0.0.1:6379/0',
   };
@@ -162,7 +160,7 @@ test('worker keys Icefloe does not act on yet fail with "not supported yet"; the
   for (const rule of WORKER_UNSUPPORTED) assert.ok(Object.keys(rejected).some((k) => k === rule.key || (rule.key.endsWith('.') && k.startsWith(rule.key))), rule.key);
   assert.ok(!JSON.stringify([...v.errors]).includes('s3cret'), 'values are never echoed');
   assert.match(v.errors.get('icefloe.coordination')?.[0] ?? '', /needs Redis coordination, which comes with distributed mode\. The standalone worker runs each connector's committer itself/);
-  assert.match(v.errors.get('listeners')?.[0] ?? '', /needs the Kafka Connect REST API on the worker\. The worker serves no HTTP API yet/);
+  assert.match(v.errors.get('rest.extension.classes')?.[0] ?? '', /needs Java REST extensions, which need a JVM\. For HTTP basic authentication .* set icefloe\.rest\.basic-auth\.file/);
   assert.match(v.errors.get('config.providers.file.class')?.[0] ?? '', /needs config providers/);
 
   const noOp = {
@@ -170,6 +168,8 @@ test('worker keys Icefloe does not act on yet fail with "not supported yet"; the
     'config.providers': '',
     'connector.client.config.override.policy': 'All',
     listeners: 'http://:8083',
+    'admin.listeners': '',
+    'rest.extension.classes': '',
     'icefloe.coordination': 'embedded',
     'icefloe.redis.url': '',
   };

@@ -252,3 +252,11 @@ export async function announce(rig: Rig, counts: readonly number[]): Promise<Rec
   await task.stop();
   return produced;
 }
+
+/** The pause/resume/topics controls of a scripted TaskHandle that does nothing with them. */
+export const IDLE_CONTROLS = {
+  pause: (): void => undefined,
+  resume: (): void => undefined,
+  topics: (): readonly string[] => [],
+  forgetTopics: (): void => undefined,
+};

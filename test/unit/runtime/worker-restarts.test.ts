@@ -14,6 +14,7 @@ import type { ConnectorCommitter } from '../../../src/coordinate/committer.ts';
 import { fencedError } from '../../../src/consume/port.ts';
 import { restartable } from '../../../src/runtime/task.ts';
 import { failureSummary, StandaloneWorker } from '../../../src/runtime/worker.ts';
+import { IDLE_CONTROLS } from './rig.ts';
 import type { TaskHandle } from '../../../src/runtime/worker.ts';
 
 const committer = {
@@ -74,6 +75,7 @@ function rig(options: { shutdownMs?: number; killable?: boolean } = {}) {
         stop: () => Promise.resolve(),
         fail: (message) => Promise.resolve(settle(new FatalError(message))),
         state: () => ({ state }),
+        ...IDLE_CONTROLS,
         ...(options.killable === false ? {} : { kill: () => ((inc.killed = true), settle(new Error('killed'))) }),
       };
     },

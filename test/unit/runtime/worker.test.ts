@@ -4,6 +4,7 @@ import type { ConnectorConfig } from '../../../src/config/connector-config.ts';
 import type { Logger } from '../../../src/core/log.ts';
 import type { ConnectorCommitter } from '../../../src/coordinate/committer.ts';
 import { StandaloneWorker } from '../../../src/runtime/worker.ts';
+import { IDLE_CONTROLS } from './rig.ts';
 
 const quiet: Logger = { debug: () => undefined, info: () => undefined, warn: () => undefined, error: () => undefined, child: () => quiet };
 
@@ -39,7 +40,7 @@ test('an announcement during a committer round brings the next round soon, not a
       announce = onAnnounced;
       let end: () => void = () => undefined;
       const done = new Promise<void>((resolve) => (end = resolve));
-      return { taskId, done, stop: () => Promise.resolve(end()), fail: () => Promise.resolve(), state: () => ({ state: 'RUNNING' }) };
+      return { taskId, done, stop: () => Promise.resolve(end()), fail: () => Promise.resolve(), state: () => ({ state: 'RUNNING' }), ...IDLE_CONTROLS };
     },
   });
   await worker.start(connector);
@@ -87,6 +88,7 @@ async function healthRig(statuses: () => unknown[], retentionMs: number | null, 
         stop: () => Promise.resolve(),
         fail: (message: string) => Promise.resolve(void failed.push({ task: taskId, message })),
         state: () => ({ state: 'RUNNING' }),
+        ...IDLE_CONTROLS,
       };
     },
   });

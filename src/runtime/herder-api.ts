@@ -1,0 +1,142 @@
+/**
+ * What the control layer (the herder, Connect's name for it) offers the REST API: the Kafka Connect
+ * REST contract's operations, with Connect's JSON entities as values (snake_case field names exactly as
+ * Kafka writes them: docs/rest.md, ../shared/docs/reference/connect-rest.md §1.3). The REST module
+ * (src/rest/) is a thin layer that maps HTTP onto these calls and `RequestRefused` onto status codes; the
+ * standalone herder (herder.ts) implements it over the worker, and distributed mode will implement it
+ * over the cluster.
+ *
+ * Refusals are `RequestRefused` (core/errors.ts) with a `reason` the REST layer maps to a status (404,
+ * 409, 400, 403, 500) and a message kept verbatim where clients match on it.
+ */
+import type { ConfigInfos, ConfigKeyInfo } from '../config/config-def.ts';
+
+export type { ConfigInfos, ConfigKeyInfo } from '../config/config-def.ts';
+
+/** User intent, persisted with the config (`initial_state` says RUNNING for STARTED). */
+export type TargetState = 'STARTED' | 'PAUSED' | 'STOPPED';
+
+/** Runtime states as Connect reports them (kafka-ui's enums: never emit anything else). */
+export type ConnectorRunState = 'UNASSIGNED' | 'RUNNING' | 'PAUSED' | 'STOPPED' | 'FAILED' | 'RESTARTING';
+export type TaskRunState = Exclude<ConnectorRunState, 'STOPPED'>;
+
+export interface ServerInfo {
+  readonly version: string;
+  readonly commit: string;
+  readonly kafka_cluster_id: string | null;
+}
+
+/** KIP-1017: `healthy` 200, `starting` 503, `unhealthy` 500. */
+export interface WorkerHealth {
+  readonly status: 'healthy' | 'starting' | 'unhealthy';
+  readonly message: string;
+}
+
+export interface ConnectorTaskId {
+  readonly connector: string;
+  readonly task: number;
+}
+
+export interface ConnectorInfo {
+  readonly name: string;
+  /** Exactly as stored: the user's keys and values (strings), plus `name`; no defaults, no resolved secrets. */
+  readonly config: Readonly<Record<string, string>>;
+  /** Empty right after creation and while STOPPED. */
+  readonly tasks: readonly ConnectorTaskId[];
+  readonly type: 'sink';
+}
+
+export interface TaskStateInfo {
+  readonly id: number;
+  readonly state: TaskRunState;
+  readonly worker_id: string;
+  /** Present (non-empty) only when there is something to say: a FAILED task's trace, or why it is not progressing. */
+  readonly trace?: string;
+  readonly version?: string;
+}
+
+export interface ConnectorStateInfo {
+  readonly name: string;
+  readonly connector: { readonly state: ConnectorRunState; readonly worker_id: string; readonly trace?: string; readonly version?: string };
+  /** Sorted by id; empty while STOPPED. */
+  readonly tasks: readonly TaskStateInfo[];
+  readonly type: 'sink';
+}
+
+export interface TaskInfo {
+  readonly id: ConnectorTaskId;
+  readonly config: Readonly<Record<string, string>>;
+}
+
+/** `GET /connectors/{c}/offsets` for a sink: the consumer group's committed offsets (next offset to read). */
+export interface ConnectorOffsets {
+  readonly offsets: readonly {
+    readonly partition: { readonly kafka_topic: string; readonly kafka_partition: number };
+    readonly offset: { readonly kafka_offset: number } | null;
+  }[];
+}
+
+export interface PluginInfo {
+  readonly class: string;
+  readonly type: 'sink' | 'source' | 'converter' | 'header_converter' | 'transformation' | 'predicate';
+  readonly version?: string;
+}
+
+export interface LoggerLevel {
+  readonly level: string;
+  /** Null when the level was not changed through the API. */
+  readonly last_modified: number | null;
+}
+
+export interface RestartOptions {
+  readonly includeTasks: boolean;
+  readonly onlyFailed: boolean;
+}
+
+/** The operations behind the REST API. Every call may throw `RequestRefused`. */
+export interface HerderApi {
+  serverInfo(): Promise<ServerInfo>;
+  health(): Promise<WorkerHealth>;
+
+  connectorNames(): readonly string[];
+  connectorInfo(name: string): ConnectorInfo;
+  connectorConfig(name: string): Readonly<Record<string, string>>;
+  /** Throws `not-found` "No status found for connector <name>" when nothing reported yet. */
+  connectorStatus(name: string): ConnectorStateInfo;
+  taskStatus(name: string, task: number): TaskStateInfo;
+  taskConfigs(name: string): readonly TaskInfo[];
+
+  /** `config` as submitted (strings); `name` injected when absent. Answers once the config is stored. */
+  createConnector(name: string, config: Readonly<Record<string, string>>, initialState: TargetState): Promise<ConnectorInfo>;
+  /** Create-or-update; an identical config restarts nothing. */
+  putConnectorConfig(name: string, config: Readonly<Record<string, string>>): Promise<{ readonly created: boolean; readonly info: ConnectorInfo }>;
+  /** Merge: a key with a value sets it, a key with null removes it; then validated like a PUT. */
+  patchConnectorConfig(name: string, patch: Readonly<Record<string, string | null>>): Promise<ConnectorInfo>;
+  deleteConnector(name: string): Promise<void>;
+
+  pauseConnector(name: string): Promise<void>;
+  resumeConnector(name: string): Promise<void>;
+  stopConnector(name: string): Promise<void>;
+  /** Both options false: restarts the connector instance only (undefined → 204); otherwise the plan (202). */
+  restartConnector(name: string, options: RestartOptions): Promise<ConnectorStateInfo | undefined>;
+  restartTask(name: string, task: number): Promise<void>;
+
+  connectorOffsets(name: string): Promise<ConnectorOffsets>;
+  /** Only while STOPPED (`bad-request` otherwise). Resolves with the success message. */
+  alterConnectorOffsets(name: string, offsets: ConnectorOffsets): Promise<string>;
+  resetConnectorOffsets(name: string): Promise<string>;
+
+  /** `{<name>: {topics: [...]}}`; an unknown connector has no topics (not 404, as Connect). */
+  activeTopics(name: string): Readonly<Record<string, { readonly topics: readonly string[] }>>;
+  resetActiveTopics(name: string): void;
+
+  plugins(connectorsOnly: boolean): readonly PluginInfo[];
+  pluginConfig(plugin: string): readonly ConfigKeyInfo[];
+  /** Always an answer (error_count may be > 0); `bad-request` when `connector.class` names another plugin. */
+  validateConfig(plugin: string, config: Readonly<Record<string, string>>): Promise<ConfigInfos>;
+
+  loggers(): Readonly<Record<string, LoggerLevel>>;
+  logger(name: string): LoggerLevel;
+  /** Returns the names of the loggers whose level changed. */
+  setLoggerLevel(name: string, level: string, scope: 'worker' | 'cluster'): readonly string[];
+}

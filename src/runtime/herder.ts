@@ -1,0 +1,484 @@
+/**
+ * The standalone herder: the control layer between the REST API and the worker (herder-api.ts). It owns
+ * the connectors' stored configs and target states (persisted through a ConnectorStore, so connectors
+ * created through the API survive a worker restart) and makes the worker match them.
+ *
+ * The rules (Connect's, ../shared/docs/reference/connect-rest.md §1.5):
+ * - A write answers once the config or target state is stored; the worker catches up in the background
+ *   (status may say UNASSIGNED, or 404 for a new connector, for a moment — as in Connect).
+ * - Operations on one connector name run one after another (a chain per name), so a stop, a new config
+ *   and a resume requested in a burst are applied in order, and a delete followed by a create of the same
+ *   name stops the old connector before the new one starts.
+ * - An identical config (PUT with what is stored) restarts nothing.
+ * - A connector that cannot start is FAILED with the reason as its trace until it is restarted,
+ *   reconfigured or deleted; its config stays stored.
+ * - Offsets change only while STOPPED (the chain is waited for: a stop requested just before has finished).
+ * - Configs are stored and echoed exactly as submitted (`${env:...}` placeholders too); `parse` resolves
+ *   config providers inside the worker only.
+ *
+ * Owns: stored configs, target states, the reconcile loop, the status a user reads. Must not: speak HTTP
+ * (src/rest/) or build adapters (app.ts).
+ */
+import { ConfigError, errorMessage, RequestRefused } from '../core/errors.ts';
+import type { Logger } from '../core/log.ts';
+import type { ConnectorConfig } from '../config/connector-config.ts';
+import type {
+  ConfigInfos,
+  ConfigKeyInfo,
+  ConnectorInfo,
+  ConnectorOffsets,
+  ConnectorRunState,
+  ConnectorStateInfo,
+  HerderApi,
+  LoggerLevel,
+  PluginInfo,
+  RestartOptions,
+  ServerInfo,
+  TargetState,
+  TaskInfo,
+  TaskRunState,
+  TaskStateInfo,
+  WorkerHealth,
+} from './herder-api.ts';
+import type { ConnectorStatus, StandaloneWorker } from './worker.ts';
+
+/** One connector as stored: the config exactly as submitted (with `name`) and the user's target state. */
+export interface StoredConnector {
+  readonly name: string;
+  readonly config: Readonly<Record<string, string>>;
+  readonly target: TargetState;
+}
+
+/** Where the herder keeps its connectors (standalone: a file in the worker's data directory). */
+export interface ConnectorStore {
+  load(): readonly StoredConnector[];
+  save(connectors: readonly StoredConnector[]): void;
+}
+
+/** Sink offsets of the connector's consumer group (runtime/connector-offsets.ts behind it). */
+export interface OffsetsPort {
+  read(connector: ConnectorConfig): Promise<ConnectorOffsets>;
+  alter(connector: ConnectorConfig, offsets: ConnectorOffsets): Promise<string>;
+  reset(connector: ConnectorConfig): Promise<string>;
+}
+
+export interface PluginsPort {
+  plugins(connectorsOnly: boolean): readonly PluginInfo[];
+  pluginConfig(plugin: string): readonly ConfigKeyInfo[];
+  validate(plugin: string, config: Readonly<Record<string, string>>): Promise<ConfigInfos>;
+}
+
+export interface LoggersPort {
+  loggers(): Readonly<Record<string, LoggerLevel>>;
+  logger(name: string): LoggerLevel;
+  setLevel(name: string, level: string, scope: 'worker' | 'cluster'): readonly string[];
+}
+
+export interface HerderDeps {
+  readonly worker: StandaloneWorker;
+  readonly store: ConnectorStore;
+  readonly log: Logger;
+  /**
+   * Resolves config providers and parses a stored config; throws RequestRefused('bad-request') with
+   * Connect's "Connector configuration is invalid ..." message for a config that cannot run.
+   */
+  parse(config: Readonly<Record<string, string>>): ConnectorConfig;
+  readonly offsets: OffsetsPort;
+  readonly plugins: PluginsPort;
+  readonly loggers: LoggersPort;
+  serverInfo(): Promise<ServerInfo>;
+  /** `<advertised host>:<advertised port>` of this worker's REST listener. */
+  workerId(): string;
+  readonly topicTracking: { readonly enabled: boolean; readonly allowReset: boolean };
+}
+
+interface Entry {
+  config: Readonly<Record<string, string>>;
+  target: TargetState;
+  /** Why the connector could not start (its status is FAILED with this trace until it starts). */
+  startFailure: string | undefined;
+  startError?: unknown;
+  /** The config the running connector was started with (a different stored one restarts it). */
+  runningConfig: string | undefined;
+  /** Instances a restart request marked RESTARTING (`connector`, task ids) until done. */
+  readonly restarting: Set<'connector' | number>;
+  /** Active topics remembered across task incarnations (Connect keeps them until reset). */
+  readonly topics: Set<string>;
+}
+
+export const NOT_STOPPED_FOR_OFFSETS = (name: string): string =>
+  `Connectors must be in the STOPPED state before their offsets can be modified. This can be done for the specified connector by issuing a 'PUT' request to the '/connectors/${name}/stop' endpoint`;
+
+const key = (config: Readonly<Record<string, string>>): string => JSON.stringify(Object.entries(config).sort(([a], [b]) => (a < b ? -1 : 1)));
+
+export class StandaloneHerder implements HerderApi {
+  private readonly d: HerderDeps;
+  private readonly entries = new Map<string, Entry>();
+  /** The per-name chains of operations (kept across delete: a re-create waits for the old stop). */
+  private readonly chains = new Map<string, Promise<void>>();
+  private started = false;
+
+  constructor(deps: HerderDeps) {
+    this.d = deps;
+  }
+
+  /**
+   * Loads the stored connectors, applies the command line's (created, or updated when stored: their
+   * target state kept), and starts every connector whose target is not STOPPED. Resolves once each has
+   * started or failed to.
+   */
+  async start(commandLine: readonly Readonly<Record<string, string>>[]): Promise<void> {
+    for (const s of this.d.store.load()) this.entries.set(s.name, this.newEntry(s.config, s.target));
+    for (const config of commandLine) {
+      const name = config['name'] ?? '';
+      try {
+        this.d.parse(config);
+      } catch (err) {
+        // A bad file fails the worker's start, as connect-standalone does: a configuration error.
+        if (!(err instanceof RequestRefused)) throw err;
+        throw err.cause instanceof ConfigError ? err.cause : new ConfigError(err.message, { cause: err, context: { connector: name } });
+      }
+      const e = this.entries.get(name);
+      if (e === undefined) this.entries.set(name, this.newEntry(config, 'STARTED'));
+      else e.config = config;
+    }
+    this.save();
+    await Promise.all([...this.entries.keys()].map((n) => this.reconcile(n)));
+    this.started = true;
+  }
+
+  /** The connectors that could not start, with the error (the standalone command's --exit-on-failure). */
+  startFailures(): readonly { readonly name: string; readonly error: unknown }[] {
+    return [...this.entries].filter(([, e]) => e.startFailure !== undefined).map(([name, e]) => ({ name, error: e.startError }));
+  }
+
+  /** Stops every connector (their last cycles commit); the stored state stays as it is. */
+  async stop(): Promise<void> {
+    await this.d.worker.stop();
+  }
+
+  // ---- reads ---------------------------------------------------------------------------------------
+
+  serverInfo(): Promise<ServerInfo> {
+    return this.d.serverInfo();
+  }
+
+  health(): Promise<WorkerHealth> {
+    return Promise.resolve(this.started ? { status: 'healthy', message: 'Worker has completed startup and is ready to handle requests.' } : { status: 'starting', message: 'Worker is still starting up.' });
+  }
+
+  connectorNames(): readonly string[] {
+    return [...this.entries.keys()].sort();
+  }
+
+  connectorInfo(name: string): ConnectorInfo {
+    const e = this.known(name, `Connector ${name} not found`);
+    return { name, config: e.config, tasks: this.taskIds(name, e).map((task) => ({ connector: name, task })), type: 'sink' };
+  }
+
+  connectorConfig(name: string): Readonly<Record<string, string>> {
+    return this.known(name, `Connector ${name} not found`).config;
+  }
+
+  connectorStatus(name: string): ConnectorStateInfo {
+    const e = this.entries.get(name);
+    if (e === undefined) throw new RequestRefused('not-found', `No status found for connector ${name}`);
+    const worker_id = this.d.workerId();
+    const status = this.d.worker.status().find((s) => s.name === name);
+    if (status === undefined) {
+      const state: ConnectorRunState = e.restarting.has('connector') ? 'RESTARTING' : e.startFailure !== undefined ? 'FAILED' : e.target === 'STOPPED' ? 'STOPPED' : 'UNASSIGNED';
+      return { name, connector: { state, worker_id, ...(e.startFailure === undefined ? {} : { trace: e.startFailure }) }, tasks: [], type: 'sink' };
+    }
+    const why = connectorWhy(status);
+    return {
+      name,
+      connector: { state: e.restarting.has('connector') ? 'RESTARTING' : status.state, worker_id, ...(why === undefined ? {} : { trace: why }) },
+      tasks: status.tasks.map((t) => taskState(t, worker_id, e.restarting.has(t.id))).sort((a, b) => a.id - b.id),
+      type: 'sink',
+    };
+  }
+
+  taskStatus(name: string, task: number): TaskStateInfo {
+    const found = this.entries.has(name) ? this.connectorStatus(name).tasks.find((t) => t.id === task) : undefined;
+    if (found === undefined) throw new RequestRefused('not-found', `No status found for task ${name}-${task}`);
+    return found;
+  }
+
+  taskConfigs(name: string): readonly TaskInfo[] {
+    const e = this.known(name, `Connector ${name} not found`);
+    const cls = taskClass(e.config['connector.class'] ?? '');
+    return this.taskIds(name, e).map((task) => ({ id: { connector: name, task }, config: { ...e.config, 'task.class': cls, 'task.id': String(task) } }));
+  }
+
+  // ---- writes --------------------------------------------------------------------------------------
+
+  async createConnector(name: string, config: Readonly<Record<string, string>>, initialState: TargetState): Promise<ConnectorInfo> {
+    if (this.entries.has(name)) throw new RequestRefused('already-exists', `Connector ${name} already exists`);
+    const stored = { ...config, name };
+    this.d.parse(stored);
+    this.entries.set(name, this.newEntry(stored, initialState));
+    this.save();
+    void this.reconcile(name);
+    return { name, config: stored, tasks: [], type: 'sink' };
+  }
+
+  async putConnectorConfig(name: string, config: Readonly<Record<string, string>>): Promise<{ readonly created: boolean; readonly info: ConnectorInfo }> {
+    const e = this.entries.get(name);
+    if (e === undefined) return { created: true, info: await this.createConnector(name, config, 'STARTED') };
+    const stored = { ...config, name };
+    if (key(stored) !== key(e.config)) {
+      this.d.parse(stored);
+      e.config = stored;
+      e.startFailure = undefined; // a new config is tried afresh
+      this.save();
+      void this.reconcile(name);
+    }
+    return { created: false, info: this.connectorInfo(name) };
+  }
+
+  async patchConnectorConfig(name: string, patch: Readonly<Record<string, string | null>>): Promise<ConnectorInfo> {
+    const e = this.known(name, `Connector ${name} not found`);
+    if (patch['name'] !== undefined && patch['name'] !== name) throw new RequestRefused('bad-request', `Connector name configuration (${String(patch['name'])}) doesn't match connector name in the URL (${name})`);
+    const merged: Record<string, string> = { ...e.config };
+    for (const [k, v] of Object.entries(patch)) {
+      if (v === null) delete merged[k];
+      else merged[k] = v;
+    }
+    merged['name'] = name;
+    return (await this.putConnectorConfig(name, merged)).info;
+  }
+
+  async deleteConnector(name: string): Promise<void> {
+    this.known(name, `Connector ${name} not found`);
+    this.entries.delete(name);
+    this.save();
+    void this.reconcile(name);
+  }
+
+  async pauseConnector(name: string): Promise<void> {
+    this.setTarget(name, 'PAUSED');
+  }
+
+  async resumeConnector(name: string): Promise<void> {
+    this.setTarget(name, 'STARTED');
+  }
+
+  async stopConnector(name: string): Promise<void> {
+    this.setTarget(name, 'STOPPED');
+  }
+
+  async restartConnector(name: string, options: RestartOptions): Promise<ConnectorStateInfo | undefined> {
+    const e = this.known(name, `Unknown connector: ${name}`);
+    const worker = this.d.worker;
+    const runs = worker.running().includes(name);
+    const connectorToo = !options.onlyFailed || e.startFailure !== undefined || (runs && worker.connectorFailed(name));
+    const tasks = runs && options.includeTasks ? this.taskIds(name, e).filter((t) => !options.onlyFailed || worker.taskFailed(name, t)) : [];
+    if (connectorToo) e.restarting.add('connector');
+    for (const t of tasks) e.restarting.add(t);
+    const plan = options.includeTasks || options.onlyFailed ? this.connectorStatus(name) : undefined;
+    void this.chain(name, async () => {
+      try {
+        if (connectorToo) {
+          if (!worker.running().includes(name)) {
+            e.startFailure = undefined;
+            await this.apply(name);
+          } else await worker.restartConnector(name);
+        }
+        for (const t of tasks) await worker.restartTask(name, t);
+      } finally {
+        e.restarting.clear();
+      }
+    });
+    return plan;
+  }
+
+  async restartTask(name: string, task: number): Promise<void> {
+    const e = this.known(name, `Unknown connector: ${name}`);
+    if (!this.taskIds(name, e).includes(task)) throw new RequestRefused('not-found', `Unknown task: ${name}-${task}`);
+    e.restarting.add(task);
+    void this.chain(name, async () => {
+      try {
+        await this.d.worker.restartTask(name, task);
+      } finally {
+        e.restarting.delete(task);
+      }
+    });
+  }
+
+  // ---- offsets and topics --------------------------------------------------------------------------
+
+  async connectorOffsets(name: string): Promise<ConnectorOffsets> {
+    const e = this.known(name, `Connector ${name} not found`);
+    return this.d.offsets.read(this.d.parse(e.config));
+  }
+
+  async alterConnectorOffsets(name: string, offsets: ConnectorOffsets): Promise<string> {
+    const config = await this.stoppedConfig(name);
+    return this.d.offsets.alter(config, offsets);
+  }
+
+  async resetConnectorOffsets(name: string): Promise<string> {
+    const config = await this.stoppedConfig(name);
+    return this.d.offsets.reset(config);
+  }
+
+  activeTopics(name: string): Readonly<Record<string, { readonly topics: readonly string[] }>> {
+    if (!this.d.topicTracking.enabled) throw new RequestRefused('forbidden', 'Topic tracking is disabled.');
+    const e = this.entries.get(name);
+    if (e === undefined) return { [name]: { topics: [] } };
+    for (const t of this.d.worker.topics(name)) e.topics.add(t);
+    return { [name]: { topics: [...e.topics].sort() } };
+  }
+
+  resetActiveTopics(name: string): void {
+    if (!this.d.topicTracking.enabled || !this.d.topicTracking.allowReset) throw new RequestRefused('forbidden', 'Topic tracking reset is disabled.');
+    const e = this.entries.get(name);
+    if (e === undefined) return;
+    e.topics.clear();
+    this.d.worker.forgetTopics(name);
+  }
+
+  // ---- plugins and loggers -------------------------------------------------------------------------
+
+  plugins(connectorsOnly: boolean): readonly PluginInfo[] {
+    return this.d.plugins.plugins(connectorsOnly);
+  }
+
+  pluginConfig(plugin: string): readonly ConfigKeyInfo[] {
+    return this.d.plugins.pluginConfig(plugin);
+  }
+
+  validateConfig(plugin: string, config: Readonly<Record<string, string>>): Promise<ConfigInfos> {
+    return this.d.plugins.validate(plugin, config);
+  }
+
+  loggers(): Readonly<Record<string, LoggerLevel>> {
+    return this.d.loggers.loggers();
+  }
+
+  logger(name: string): LoggerLevel {
+    return this.d.loggers.logger(name);
+  }
+
+  setLoggerLevel(name: string, level: string, scope: 'worker' | 'cluster'): readonly string[] {
+    return this.d.loggers.setLevel(name, level, scope);
+  }
+
+  // ---- the reconcile loop --------------------------------------------------------------------------
+
+  private newEntry(config: Readonly<Record<string, string>>, target: TargetState): Entry {
+    return { config, target, startFailure: undefined, runningConfig: undefined, restarting: new Set(), topics: new Set() };
+  }
+
+  private known(name: string, notFound: string): Entry {
+    const e = this.entries.get(name);
+    if (e === undefined) throw new RequestRefused('not-found', notFound);
+    return e;
+  }
+
+  /** The task ids the connector has now: none while STOPPED, failed to start, or not started yet. */
+  private taskIds(name: string, e: Entry): number[] {
+    if (e.target === 'STOPPED') return [];
+    return this.d.worker.status().find((s) => s.name === name)?.tasks.map((t) => t.id) ?? [];
+  }
+
+  private setTarget(name: string, target: TargetState): void {
+    const e = this.known(name, `Unknown connector ${name}`);
+    if (e.target === target) return;
+    e.target = target;
+    e.startFailure = undefined; // a new target is tried afresh
+    this.save();
+    void this.reconcile(name);
+  }
+
+  private async stoppedConfig(name: string): Promise<ConnectorConfig> {
+    const e = this.known(name, `Connector ${name} not found`);
+    if (e.target !== 'STOPPED') throw new RequestRefused('bad-request', NOT_STOPPED_FOR_OFFSETS(name));
+    await this.chains.get(name); // a stop requested just before has finished: the group has no members of ours
+    return this.d.parse(e.config);
+  }
+
+  private save(): void {
+    this.d.store.save([...this.entries].map(([name, e]) => ({ name, config: e.config, target: e.target })));
+  }
+
+  private chain(name: string, op: () => Promise<void>): Promise<void> {
+    const next = (this.chains.get(name) ?? Promise.resolve()).then(op).catch((err: unknown) => {
+      this.d.log.error('connector operation failed', { connector: name, error: errorMessage(err) });
+    });
+    this.chains.set(name, next);
+    return next;
+  }
+
+  private reconcile(name: string): Promise<void> {
+    return this.chain(name, () => this.apply(name));
+  }
+
+  /** Makes the worker match the stored config and target state of `name`. */
+  private async apply(name: string): Promise<void> {
+    const worker = this.d.worker;
+    const e = this.entries.get(name);
+    const runs = worker.running().includes(name);
+    if (e === undefined || e.target === 'STOPPED') {
+      if (runs) await this.stopRunning(name, e);
+      if (e !== undefined) e.runningConfig = undefined;
+      return;
+    }
+    if (runs && e.runningConfig !== key(e.config)) {
+      await this.stopRunning(name, e);
+      await this.startConnector(name, e);
+      return;
+    }
+    if (!runs) {
+      if (e.startFailure === undefined) await this.startConnector(name, e);
+      return;
+    }
+    if (e.target === 'PAUSED') worker.pause(name);
+    else worker.resume(name);
+  }
+
+  /** Stops the running connector, keeping its active topics (Connect keeps them until a reset). */
+  private async stopRunning(name: string, e: Entry | undefined): Promise<void> {
+    for (const t of this.d.worker.topics(name)) e?.topics.add(t);
+    await this.d.worker.stopConnector(name);
+  }
+
+  private async startConnector(name: string, e: Entry): Promise<void> {
+    const log = this.d.log.child({ connector: name });
+    try {
+      await this.d.worker.start(this.d.parse(e.config), { paused: e.target === 'PAUSED' });
+      e.startFailure = undefined;
+      e.runningConfig = key(e.config);
+    } catch (err) {
+      e.startFailure = err instanceof Error ? (err.stack ?? err.message) : String(err);
+      e.startError = err;
+      log.error(`connector ${name} failed to start: ${errorMessage(err)}`, { fix: 'fix the cause, then POST /connectors/' + name + '/restart or PUT a new config' });
+    }
+  }
+}
+
+/** `org.apache.iceberg.connect.IcebergSinkConnector` → `...IcebergSinkTask`, as the Java sink's task class. */
+function taskClass(connectorClass: string): string {
+  return connectorClass.endsWith('Connector') ? `${connectorClass.slice(0, -'Connector'.length)}Task` : `${connectorClass}Task`;
+}
+
+function taskState(t: ConnectorStatus['tasks'][number], worker_id: string, restarting: boolean): TaskStateInfo {
+  // A task that ended cleanly (stopping) is between incarnations: Connect says UNASSIGNED.
+  const known: readonly TaskRunState[] = ['UNASSIGNED', 'RUNNING', 'PAUSED', 'FAILED', 'RESTARTING'];
+  const state: TaskRunState = restarting ? 'RESTARTING' : (known.find((k) => k === t.state) ?? 'UNASSIGNED');
+  return { id: t.id, state, worker_id, ...(t.trace === undefined || t.trace === '' ? {} : { trace: t.trace }) };
+}
+
+/**
+ * Why a running connector is not progressing, for its status `trace`: a failure, its stopped tables,
+ * tables whose announcements wait too long for the control topic's retention.
+ */
+function connectorWhy(s: ConnectorStatus): string | undefined {
+  const lines: string[] = [];
+  if (s.trace !== undefined) lines.push(s.trace);
+  for (const t of s.tables) {
+    if (t.state === 'STOPPED') lines.push(`table ${t.table} stopped: ${t.reason === undefined ? 'no reason recorded' : `${t.reason.code}: ${t.reason.message}`}`);
+    else if (t.retentionAlarm === true) lines.push(`table ${t.table} cannot commit: its oldest unapplied announcement is ${Math.round((t.unappliedAgeMs ?? 0) / 1000)} s old, near the control topic's retention`);
+  }
+  return lines.length === 0 ? undefined : lines.join('\n');
+}
