@@ -217,7 +217,15 @@ function stateSteps(): Step[] {
     step('resume-stopped', 'PUT /resume from STOPPED (202)', 'PUT', c('main', '/resume')),
     step('status-resumed-from-stopped', 'GET the status once RUNNING after STOPPED', 'GET', c('main', '/status'), { before: running('main') }),
     step('topics-reset', 'PUT /topics/reset (202)', 'PUT', c('main', '/topics/reset')),
-    step('topics-after-reset', 'GET /topics right after the reset', 'GET', c('main', '/topics'), { connectorKeyed: [''] }),
+    step('topics-after-reset', 'GET /topics once the reset shows (the reset applies asynchronously)', 'GET', c('main', '/topics'), {
+      connectorKeyed: [''],
+      before: async (ctx) => {
+        await poll(`${ctx.side.label}: active topics of ${ctx.names.main} empty after the reset`, async () => {
+          const r = await ctx.get(`/connectors/${ctx.enc('main')}/topics`);
+          return (r.json as Record<string, { topics?: unknown[] }> | undefined)?.[ctx.names.main]?.topics?.length === 0 ? true : undefined;
+        }, 20_000);
+      },
+    }),
   ];
 }
 
