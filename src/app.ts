@@ -12,13 +12,14 @@
  */
 import { ConfluentControlTopicReader, ConfluentKafkaAdmin, ConfluentKafkaSource, ConfluentTransactionalProducer } from './consume/confluent/index.ts';
 import type { ClientSettings } from './consume/confluent/index.ts';
+import { sourceOffsetReset } from './consume/confluent/index.ts';
 import { ConfluentSchemaResolver, registryOptionsFromConverterProps } from './decode/registry/schema-registry.ts';
 import { fork } from 'node:child_process';
 import { mkdirSync, readFileSync } from 'node:fs';
 import { dirname, resolve as resolvePath } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import pino from 'pino';
-import { ConfigError, FatalError, IcefloeError, RequestRefused, RetriableError } from './core/errors.ts';
+import { ConfigError, FatalError, IcefloeError, RetriableError } from './core/errors.ts';
 import type { Logger } from './core/log.ts';
 import { JSON_LOGS, PLAIN_ENVIRONMENT, prettyFromJson, resolveLogOutput } from './core/log-format.ts';
 import type { LogEnvironment, LogOutput } from './core/log-format.ts';
@@ -28,6 +29,8 @@ import { effectiveConverter } from './config/converters.ts';
 import { parseConnectorFile, parseWorkerProperties, validateWorkerConfig } from './config/worker-config.ts';
 import { runPositionsTool } from './coordinate/positions-tool.ts';
 import type { PositionsAction, PositionsReport } from './coordinate/positions-tool.ts';
+import { replayTable } from './coordinate/replay.ts';
+import type { ReplayReport } from './coordinate/replay.ts';
 import type { WorkerConfig } from './config/worker-config.ts';
 import type { Catalog } from './commit/port.ts';
 import { RestCatalog } from './commit/rest/catalog.ts';
@@ -53,9 +56,22 @@ import { DEFAULT_SESSION_TIMEOUT_MS, checkTaskIdsFree, lingerMs, taskClientId } 
 import { StandaloneWorker } from './runtime/worker.ts';
 import { StandaloneHerder } from './runtime/herder.ts';
 import type { OffsetsPort } from './runtime/herder.ts';
-import { herderLoggers, herderPlugins, parseForHerder } from './runtime/herder-ports.ts';
+import { ConnectorPlugins } from './runtime/connector-plugins.ts';
+import { alterConnectorOffsets, connectorOffsets, resetConnectorOffsets } from './runtime/connector-offsets.ts';
+import type { OffsetsDeps } from './runtime/connector-offsets.ts';
+import { validateConfig, validateForWrite } from './runtime/connector-validation.ts';
+import type { ValidationDeps } from './runtime/connector-validation.ts';
+import { catalogProbe } from './runtime/catalog-probe.ts';
+import { LoggerLevels, LogLevelTracker } from './runtime/loggers.ts';
+import type { PinoLevel } from './runtime/loggers.ts';
+import { providerIO } from './runtime/provider-io.ts';
+import { configProviders, resolveConfig } from './config/config-providers.ts';
 import type { ServerInfo } from './runtime/herder-api.ts';
 import { FileConnectorStore } from './runtime/connector-store.ts';
+import { buildServer } from './rest/server.ts';
+import { basicAuthFromProperties } from './rest/auth.ts';
+import { startRestListeners } from './rest/listeners.ts';
+import type { RestListeners } from './rest/listeners.ts';
 import { hostname } from 'node:os';
 export { failureSummary } from './runtime/worker.ts';
 import type { TaskHandle } from './runtime/worker.ts';
@@ -69,20 +85,24 @@ import type { TaskHandle } from './runtime/worker.ts';
  * JSON lines as pino writes them, or each line turned into a pretty one (core/log-format.ts) on its way to
  * the same synchronous destination; pretty lines leave out the process id (task=… tells the processes apart).
  */
-export function createLogger(level: string = 'info', bindings: Record<string, unknown> = {}, output: LogOutput = JSON_LOGS): Logger {
+export function createLogger(level: string = 'info', bindings: Record<string, unknown> = {}, output: LogOutput = JSON_LOGS, tracker?: LogLevelTracker): Logger {
   const fd2 = pino.destination({ fd: 2, sync: true });
   const base =
     output.format === 'json'
       ? pino({ level, base: { pid: process.pid, ...bindings } }, fd2)
       : pino({ level, base: { ...bindings } }, { write: (line: string) => fd2.write(`${prettyFromJson(line, { colour: output.colour })}\n`) });
-  const wrap = (p: pino.Logger): Logger => ({
-    debug: (m, f) => p.debug(f ?? {}, m),
-    info: (m, f) => p.info(f ?? {}, m),
-    warn: (m, f) => p.warn(f ?? {}, m),
-    error: (m, f) => p.error(f ?? {}, m),
-    child: (f) => wrap(p.child(f)),
-  });
-  return wrap(base);
+  // Each pino logger is tracked with its accumulated bindings: PUT /admin/loggers sets its category's level.
+  const wrap = (p: pino.Logger, bound: Record<string, unknown>): Logger => {
+    tracker?.track(p, bound);
+    return {
+      debug: (m, f) => p.debug(f ?? {}, m),
+      info: (m, f) => p.info(f ?? {}, m),
+      warn: (m, f) => p.warn(f ?? {}, m),
+      error: (m, f) => p.error(f ?? {}, m),
+      child: (f) => wrap(p.child(f), { ...bound, ...f }),
+    };
+  };
+  return wrap(base, bindings);
 }
 
 /**
@@ -258,8 +278,10 @@ function startTaskProcess(spec: TaskSpec, log: Logger, onAnnounced: () => void):
 
 /** `icefloe task`: the child side of startTaskProcess (runtime/task-process.ts: when and how it exits). */
 export function runTaskChild(): Promise<number> {
+  const tracker: { current?: LogLevelTracker } = {};
   return runTaskProcess<TaskSpec>({
-    logger: (spec) => createLogger(spec.logLevel, { task: spec.taskId }, spec.logOutput),
+    logger: (spec) => createLogger(spec.logLevel, { task: spec.taskId }, spec.logOutput, (tracker.current = new LogLevelTracker(spec.logLevel as PinoLevel))),
+    setLogLevel: (level) => tracker.current?.apply({ worker: level as PinoLevel, connector: level as PinoLevel, task: level as PinoLevel, committer: level as PinoLevel }),
     start: (spec, log, onAnnounced) => startTaskInProcess(spec, log, onAnnounced),
     orphanStopMs: (spec) => spec.shutdownTimeoutMs,
   });
@@ -275,6 +297,8 @@ export interface PositionsCommandOptions {
   readonly cwd: string;
   readonly table: string;
   readonly action: PositionsAction;
+  /** --adopt: the table holds the source records below the connector's group offsets (positions-tool.ts). */
+  readonly holdsGroupOffsets?: boolean;
   /** ICEFLOE_LOG_FORMAT, NO_COLOR and whether stderr is a terminal (core/log-format.ts); default: none, not a terminal. */
   readonly logEnvironment?: LogEnvironment;
 }
@@ -289,7 +313,35 @@ export async function runPositions(options: PositionsCommandOptions): Promise<Po
   const store = objectStore(connector.catalog);
   const catalog = catalogFor(connector.catalog, store);
   try {
-    return await runPositionsTool({ connector, admin, catalog, store, log }, options.table, options.action);
+    return await runPositionsTool({ connector, admin, catalog, store, log }, options.table, options.action, { holdsGroupOffsets: options.holdsGroupOffsets === true });
+  } finally {
+    await admin.close().catch(() => undefined);
+    await catalog.close().catch(() => undefined);
+    await store.close().catch(() => undefined);
+  }
+}
+
+export interface ReplayCommandOptions {
+  readonly workerPropertiesPath: string;
+  readonly connectorPath: string;
+  readonly cwd: string;
+  readonly table: string;
+  readonly snapshotId: bigint;
+  /** ICEFLOE_LOG_FORMAT, NO_COLOR and whether stderr is a terminal (core/log-format.ts); default: none, not a terminal. */
+  readonly logEnvironment?: LogEnvironment;
+}
+
+/** `icefloe replay`: roll a table back to a snapshot and the connector's offsets with it (coordinate/replay.ts). */
+export async function runReplay(options: ReplayCommandOptions): Promise<ReplayReport> {
+  const worker = parseWorkerProperties(readFileSync(resolvePath(options.cwd, options.workerPropertiesPath), 'utf8'), { baseDir: options.cwd });
+  const log = createLogger('warn', {}, resolveLogOutput(worker.logFormat, options.logEnvironment ?? PLAIN_ENVIRONMENT));
+  const file = parseConnectorFile(readFileSync(resolvePath(options.cwd, options.connectorPath), 'utf8'), options.connectorPath);
+  const connector = parseConnectorConfig(file.config, worker.defaultCatalogProps === undefined ? {} : { defaultCatalog: worker.defaultCatalogProps });
+  const admin = await ConfluentKafkaAdmin.connect({ settings: workerKafkaSettings(worker, worker.adminProps), overrides: connector.adminOverrides });
+  const store = objectStore(connector.catalog);
+  const catalog = catalogFor(connector.catalog, store);
+  try {
+    return await replayTable({ connector, admin, catalog, store, log }, options.table, options.snapshotId);
   } finally {
     await admin.close().catch(() => undefined);
     await catalog.close().catch(() => undefined);
@@ -307,8 +359,8 @@ export interface StandaloneOptions {
   readonly logEnvironment?: LogEnvironment;
   /** --exit-on-failure: a connector that cannot start ends the worker (otherwise its status says FAILED). */
   readonly exitOnFailure?: boolean;
-  /** This worker's REST identity (`host:port`), once its listener is bound. */
-  readonly workerId?: () => string;
+  /** The environment `${env:...}` config references read (the entry point passes process.env). */
+  readonly env?: Readonly<Record<string, string | undefined>>;
 }
 
 /**
@@ -357,6 +409,7 @@ async function checkTaskIds(admin: ConfluentKafkaAdmin, worker: WorkerConfig, c:
 export interface Standalone {
   readonly worker: StandaloneWorker;
   readonly herder: StandaloneHerder;
+  readonly rest: RestListeners;
   /** Stops serving and every connector (their last cycles commit). */
   stop(): Promise<void>;
 }
@@ -368,26 +421,35 @@ export interface Standalone {
 /** The Connect REST API level Icefloe answers as (kcctl and others gate features on it: connect-rest.md §0.6). */
 const CONNECT_API_VERSION = '3.9.0';
 
-/** Sink offsets of the connector's consumer group (GET /connectors/{c}/offsets). */
-function herderOffsets(settings: ClientSettings): OffsetsPort {
-  const withAdmin = async <T>(c: ConnectorConfig, f: (admin: ConfluentKafkaAdmin) => Promise<T>): Promise<T> => {
+/**
+ * The offsets API of a sink (runtime/connector-offsets.ts): the consumer group's offsets, changed only
+ * where every table of the connector stays consistent with them.
+ */
+function herderOffsets(worker: WorkerConfig, settings: ClientSettings, log: Logger): OffsetsPort {
+  const withDeps = async <T>(c: ConnectorConfig, f: (deps: OffsetsDeps) => Promise<T>): Promise<T> => {
     const admin = await ConfluentKafkaAdmin.connect({ settings, overrides: c.adminOverrides });
+    const store = objectStore(c.catalog);
+    const catalog = catalogFor(c.catalog, store);
+    const offsetReset = sourceOffsetReset(worker.consumerProps, c.consumerOverrides);
     try {
-      return await f(admin);
+      return await f({ admin, catalog, log: log.child({ connector: c.name }), ...(offsetReset === undefined ? {} : { offsetReset }) });
     } finally {
       await admin.close().catch(() => undefined);
+      await catalog.close().catch(() => undefined);
+      await store.close().catch(() => undefined);
     }
   };
   return {
-    read: (c) =>
-      withAdmin(c, async (admin) => {
-        const topics = c.topics.kind === 'list' ? c.topics.topics : [];
-        const offsets = (await Promise.all(topics.map((t) => admin.groupOffsets(c.groupId, t)))).flat();
-        return { offsets: offsets.map((o) => ({ partition: { kafka_topic: o.topic, kafka_partition: o.partition }, offset: { kafka_offset: Number(o.offset) } })) };
-      }),
-    alter: () => Promise.reject(new RequestRefused('failed', 'altering offsets is not supported yet')),
-    reset: () => Promise.reject(new RequestRefused('failed', 'resetting offsets is not supported yet')),
+    read: (c) => withDeps(c, (d) => connectorOffsets(d.admin, c)),
+    alter: (c, offsets) => withDeps(c, (d) => alterConnectorOffsets(d, c, offsets)),
+    reset: (c) => withDeps(c, (d) => resetConnectorOffsets(d, c)),
   };
+}
+
+/** The package version (the Icefloe plugin's version in GET /connector-plugins). */
+function packageVersion(): string {
+  const pkg = JSON.parse(readFileSync(resolvePath(dirname(fileURLToPath(import.meta.url)), '..', 'package.json'), 'utf8')) as { version: string };
+  return pkg.version;
 }
 
 /** GET /: the API level, this build's commit, and the id of the Kafka cluster the worker consumes from. */
@@ -412,6 +474,23 @@ function buildCommit(): string {
   } catch {
     return 'unknown';
   }
+}
+
+/** The Kafka Connect REST API on the worker's `listeners` (rest/): bound, logged, ready to serve. */
+async function serveRest(herder: StandaloneHerder, worker: WorkerConfig, log: Logger): Promise<RestListeners> {
+  const r = worker.rest;
+  const auth = r.basicAuthFile === null ? undefined : basicAuthFromProperties(readFileSync(r.basicAuthFile, 'utf8'), r.basicAuthFile);
+  const server = buildServer(herder, {
+    topicTracking: r.topicTracking,
+    adminEndpoints: r.adminEndpoints,
+    auth,
+    cors: r.cors,
+    responseHeaders: r.responseHeaders,
+    log: log.child({ component: 'rest' }),
+  });
+  const listeners = await startRestListeners(r, server.handler);
+  log.info('REST API listening', { urls: listeners.urls, workerId: listeners.workerId, basicAuth: auth !== undefined });
+  return listeners;
 }
 
 /** Why the standalone command ends when a connector could not start (--exit-on-failure). */
@@ -465,7 +544,9 @@ export async function runStandalone(options: StandaloneOptions): Promise<Standal
   const worker = parseWorkerProperties(workerText, { baseDir: options.cwd });
   // Decided here, once, for the worker and its task processes (a task's spec carries it).
   const logOutput = resolveLogOutput(worker.logFormat, options.logEnvironment ?? PLAIN_ENVIRONMENT);
-  const log = createLogger(logLevel, {}, logOutput);
+  const levels = new LoggerLevels({ initialLevel: logLevel });
+  const tracker = new LogLevelTracker(levels.categoryLevels());
+  const log = createLogger(logLevel, {}, logOutput, tracker);
   for (const w of worker.warnings) log.warn(w);
   const workerProps = worker.stored();
   const connectors = options.connectorPaths.map((p) => {
@@ -492,7 +573,7 @@ export async function runStandalone(options: StandaloneOptions): Promise<Standal
       const taskId = n + worker.taskIdOffset;
       // A crash point is armed in a task's first incarnation only: the restarted task is the recovery under test.
       const crash = incarnation === 0 ? options.crash : undefined;
-      const spec: TaskSpec = { workerProps, baseDir: options.cwd, connector: c.stored(), taskId, crash, logLevel, logOutput, shutdownTimeoutMs: worker.taskShutdownTimeoutMs };
+      const spec: TaskSpec = { workerProps, baseDir: options.cwd, connector: c.stored(), taskId, crash, logLevel: sw.taskLogLevel ?? logLevel, logOutput, shutdownTimeoutMs: worker.taskShutdownTimeoutMs };
       if (worker.tasksMode === 'process') return startTaskProcess(spec, log, onAnnounced);
       return inProcessTaskHandle(spec, log, onAnnounced);
     },
@@ -513,22 +594,35 @@ export async function runStandalone(options: StandaloneOptions): Promise<Standal
       };
     },
   });
+  const plugins = new ConnectorPlugins({ icefloeVersion: packageVersion() });
+  const providers = configProviders(worker.configProviders, providerIO(options.env ?? {}));
+  const parseOptions = worker.defaultCatalogProps === undefined ? {} : { defaultCatalog: worker.defaultCatalogProps };
+  const validation: ValidationDeps = { plugins, providers, ...parseOptions, catalogProbe: catalogProbe((c) => catalogFor(c, objectStore(c))) };
+  levels.onChange((l) => {
+    tracker.apply(l);
+    sw.setTaskLogLevel(l.task);
+  });
+  const self: { rest?: RestListeners } = {};
   const herder = new StandaloneHerder({
     worker: sw,
     store: new FileConnectorStore(worker.connectorsFile),
     log,
-    parse: (raw) => parseForHerder(raw, worker),
-    offsets: herderOffsets(settings),
-    plugins: herderPlugins(worker),
-    loggers: herderLoggers(logLevel),
+    checkConfig: async (raw) => void (await validateForWrite(raw, validation)),
+    parse: (raw) => parseConnectorConfig(resolveConfig(raw, providers), parseOptions),
+    offsets: herderOffsets(worker, settings, log),
+    plugins: { plugins: (only) => plugins.plugins(only), pluginConfig: (p) => plugins.pluginConfig(p), validate: (p, c) => validateConfig(p, c, validation) },
+    loggers: levels,
     serverInfo: () => serverInfo(settings),
-    workerId: () => options.workerId?.() ?? `${hostname()}:0`,
-    topicTracking: { enabled: true, allowReset: true },
+    workerId: () => self.rest?.workerId ?? `${hostname()}:${worker.rest.listeners[0]?.port ?? 8083}`,
+    topicTracking: worker.rest.topicTracking,
   });
+  // Served before the connectors start: /health says `starting` until they have.
+  self.rest = await serveRest(herder, worker, log);
   try {
     await herder.start(connectors.map((f) => f.config));
   } catch (e) {
     await sw.stop().catch(() => undefined);
+    await self.rest.close().catch(() => undefined);
     throw e;
   }
   const failed = herder.startFailures();
@@ -536,7 +630,17 @@ export async function runStandalone(options: StandaloneOptions): Promise<Standal
     // --exit-on-failure: a connector that cannot start ends the worker (as connect-standalone does); the
     // connectors started before it are stopped cleanly, not left to their task processes' orphan watch.
     await sw.stop().catch(() => undefined);
+    await self.rest.close().catch(() => undefined);
     throw startFailure(failed[0] as { name: string; error: unknown });
   }
-  return { worker: sw, herder, stop: () => herder.stop() };
+  const rest = self.rest;
+  return {
+    worker: sw,
+    herder,
+    rest,
+    async stop() {
+      await rest.close().catch(() => undefined);
+      await herder.stop();
+    },
+  };
 }

@@ -107,6 +107,7 @@ async function standalone(args: readonly string[]): Promise<number> {
       logLevel: process.env['ICEFLOE_LOG_LEVEL'] ?? 'info',
       logEnvironment: logEnvironment(),
       exitOnFailure,
+      env: process.env,
     });
   } catch (e) {
     const text = e instanceof IcefloeError ? e.message : e instanceof Error ? (e.stack ?? e.message) : String(e);
@@ -141,6 +142,7 @@ async function standalone(args: readonly string[]): Promise<number> {
 async function positions(args: readonly string[]): Promise<number> {
   let table: string | undefined;
   let action: 'show' | 'reapply' | 'adopt' = 'show';
+  let holdsGroupOffsets = false;
   const rest: string[] = [];
   for (let i = 0; i < args.length; i++) {
     const a = args[i] as string;
@@ -149,16 +151,43 @@ async function positions(args: readonly string[]): Promise<number> {
     else if (a === '--reapply' || a === '--adopt') {
       if (action !== 'show') throw new ConfigError('--reapply and --adopt exclude each other');
       action = a === '--reapply' ? 'reapply' : 'adopt';
-    } else if (!a.startsWith('--')) rest.push(a);
+    } else if (a === '--holds-group-offsets') holdsGroupOffsets = true;
+    else if (!a.startsWith('--')) rest.push(a);
     else throw new ConfigError(`unknown option ${a}`);
   }
   const [workerFile, connectorFile, ...extra] = rest;
   if (workerFile === undefined || connectorFile === undefined || extra.length > 0 || table === undefined || table === '') {
-    process.stderr.write('usage: icefloe positions WORKER.properties CONNECTOR.json --table NS.TABLE [--reapply | --adopt]\n');
+    process.stderr.write('usage: icefloe positions WORKER.properties CONNECTOR.json --table NS.TABLE [--reapply | --adopt [--holds-group-offsets]]\n');
     return 2;
   }
   const { runPositions } = await import('./app.ts');
-  const report = await runPositions({ workerPropertiesPath: workerFile, connectorPath: connectorFile, cwd: process.cwd(), table, action, logEnvironment: logEnvironment() });
+  if (holdsGroupOffsets && action !== 'adopt') throw new ConfigError('--holds-group-offsets goes with --adopt');
+  const report = await runPositions({ workerPropertiesPath: workerFile, connectorPath: connectorFile, cwd: process.cwd(), table, action, holdsGroupOffsets, logEnvironment: logEnvironment() });
+  console.log(JSON.stringify(report, null, 2));
+  return 0;
+}
+
+/** `icefloe replay`: prints the report as JSON; exit 2 on a usage or configuration error. */
+async function replay(args: readonly string[]): Promise<number> {
+  let table: string | undefined;
+  let snapshot: string | undefined;
+  const rest: string[] = [];
+  for (let i = 0; i < args.length; i++) {
+    const a = args[i] as string;
+    if (a === '--table') table = args[++i];
+    else if (a.startsWith('--table=')) table = a.slice('--table='.length);
+    else if (a === '--snapshot') snapshot = args[++i];
+    else if (a.startsWith('--snapshot=')) snapshot = a.slice('--snapshot='.length);
+    else if (!a.startsWith('--')) rest.push(a);
+    else throw new ConfigError(`unknown option ${a}`);
+  }
+  const [workerFile, connectorFile, ...extra] = rest;
+  if (workerFile === undefined || connectorFile === undefined || extra.length > 0 || table === undefined || table === '' || snapshot === undefined || !/^-?\d+$/.test(snapshot)) {
+    process.stderr.write('usage: icefloe replay WORKER.properties CONNECTOR.json --table NS.TABLE --snapshot ID\n');
+    return 2;
+  }
+  const { runReplay } = await import('./app.ts');
+  const report = await runReplay({ workerPropertiesPath: workerFile, connectorPath: connectorFile, cwd: process.cwd(), table, snapshotId: BigInt(snapshot), logEnvironment: logEnvironment() });
   console.log(JSON.stringify(report, null, 2));
   return 0;
 }
@@ -210,6 +239,12 @@ async function main(argv: readonly string[]): Promise<number> {
     case 'positions':
       try {
         return await positions(rest);
+      } catch (e) {
+        return report(command, e);
+      }
+    case 'replay':
+      try {
+        return await replay(rest);
       } catch (e) {
         return report(command, e);
       }

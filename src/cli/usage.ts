@@ -19,8 +19,10 @@ commands:
   generate  produce generated order events to Kafka (registering their schema), for quickstarts and tests
   produce   produce your own records (JSON lines, Avro or Protobuf) to a topic
   consume   print a topic's records, decoded, as JSON lines
-  positions WORKER.properties CONNECTOR.json --table NS.TABLE [--reapply | --adopt]
+  positions WORKER.properties CONNECTOR.json --table NS.TABLE [--reapply | --adopt [--holds-group-offsets]]
             a table's control positions and the connector's; recovers a rolled-back table
+  replay    WORKER.properties CONNECTOR.json --table NS.TABLE --snapshot ID
+            rolls a table back to a snapshot and the connector's offsets to what it holds (connector stopped)
   version   print Icefloe's version and the Node runtime
   help      this text
 
@@ -136,7 +138,7 @@ examples:
   icefloe consume --topic orders --from-beginning --max-messages 3 --timeout-ms 10000
 `;
 
-const POSITIONS = `usage: icefloe positions WORKER.properties CONNECTOR.json --table NS.TABLE [--reapply | --adopt]
+const POSITIONS = `usage: icefloe positions WORKER.properties CONNECTOR.json --table NS.TABLE [--reapply | --adopt [--holds-group-offsets]]
 
 Prints, as JSON, a table's control positions (stored in its snapshots) and the connector's, read only.
 After a rollback or branch reset stopped the table (positions-rolled-back): --reapply applies the
@@ -146,10 +148,31 @@ positions to it (docs/sink.md, "Control positions and tables that move backwards
 options:
   --table NS.TABLE           the table (required)
   --reapply                  re-apply what the table lost, from its current positions
-  --adopt                    keep the table as it is and record its positions as the connector's
+  --adopt                    keep the table as it is and record its positions as the connector's; on a
+                             table written by someone else (positions-unseeded) this seeds them
+  --holds-group-offsets      with --adopt: the table already holds every record below the connector's
+                             consumer group offsets (written by another Connect sink under that group),
+                             so the offsets can never move back into them (docs/operations.md)
 
 example:
   icefloe positions config/worker-s3-rest.properties connectors/orders-avro-s3-rest.json --table sales.orders
+`;
+
+const REPLAY = `usage: icefloe replay WORKER.properties CONNECTOR.json --table NS.TABLE --snapshot ID
+
+The replay runbook as one operation (docs/operations.md, "Replay a table from a snapshot"), for a connector that
+is stopped (no worker runs it): rolls the table's commit branch back to snapshot ID and moves the
+connector's consumer group offsets back to just after the source records that snapshot holds, so that the
+next start delivers the removed records again, once. Prints what it did as JSON. Refuses, changing nothing,
+when another table of the connector holds those records too, when they are no longer in Kafka, or while
+the committer has announcements left to apply.
+
+options:
+  --table NS.TABLE           the table (required)
+  --snapshot ID              the snapshot to roll back to, from the table's history (required)
+
+example:
+  icefloe replay config/worker-s3-rest.properties connectors/orders-avro-s3-rest.json --table sales.orders --snapshot 4012931337443351000
 `;
 
 const VERSION = `usage: icefloe version
@@ -175,6 +198,7 @@ export const COMMAND_HELP: Readonly<Record<string, string>> = {
   produce: PRODUCE,
   consume: CONSUME,
   positions: POSITIONS,
+  replay: REPLAY,
   version: VERSION,
   help: HELP,
 };

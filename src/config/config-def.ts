@@ -253,7 +253,11 @@ export interface ConfigValueState {
   readonly provided: boolean;
 }
 
-/** Connect's `ConfigKeyInfo`. */
+/**
+ * Connect's `ConfigKeyInfo`. The ordering field is `order_in_group`: that is what a running Kafka Connect
+ * 4.3.1 worker sends (older Connect sources serialized it as `order`), and the conformance suite compares
+ * field names with that worker.
+ */
 export interface ConfigKeyInfo {
   name: string;
   type: ConfigType;
@@ -262,7 +266,7 @@ export interface ConfigKeyInfo {
   importance: Importance;
   documentation: string;
   group: string | null;
-  order: number;
+  order_in_group: number;
   width: Width;
   display_name: string;
   dependents: string[];
@@ -471,7 +475,7 @@ export class ParsedConfig {
     });
     for (const [key, errors] of this.#extra) {
       const raw = this.original[key];
-      const value = raw === undefined ? null : isSecretKey(key, this.def) ? HIDDEN : raw;
+      const value = raw === undefined ? null : isSecretKey(key, this.def) ? HIDDEN : redactUserInfo(raw);
       configs.push({ definition: null, value: { name: key, value, recommended_values: [], errors: [...errors], visible: true } });
     }
     return { name, error_count: this.errorCount, groups: this.def.groups(), configs };
@@ -487,7 +491,7 @@ function keyInfo(key: ConfigKey): ConfigKeyInfo {
     importance: key.importance,
     documentation: key.doc,
     group: key.group,
-    order: key.order,
+    order_in_group: key.order,
     width: key.width,
     display_name: key.displayName,
     dependents: [...key.dependents],

@@ -114,6 +114,12 @@ export interface ConnectorParseOptions {
    * connector names none: the embedded standalone default (worker-config.ts `defaultCatalogProps`).
    */
   readonly defaultCatalog?: Readonly<Record<string, string>>;
+  /**
+   * Rules of the caller's beyond this module's (the REST validation's checks that Java does not make,
+   * runtime/icefloe-checks.ts), run on the parse after the built-in ones: errors they add count like
+   * any other.
+   */
+  readonly extraChecks?: (p: ParsedConfig, config: ConnectorConfig) => void;
 }
 
 /** The outcome of validation: every error per key, warnings, Connect's ConfigInfos, and the config when valid. */
@@ -122,6 +128,8 @@ export interface ConnectorValidation {
   readonly errors: ReadonlyMap<string, readonly string[]>;
   readonly errorCount: number;
   readonly warnings: readonly string[];
+  /** The catalog part as parsed, also when other keys are invalid (for a reachability probe). */
+  readonly catalog: CatalogConfig;
   /** Secret keys of the submitted map. */
   readonly secretKeys: readonly string[];
   /** `PUT /connector-plugins/{p}/config/validate`: `name` is connector.class as submitted. */
@@ -135,12 +143,14 @@ export interface ConnectorValidation {
 export function validateConnectorConfig(raw: Readonly<Record<string, string>>, options: ConnectorParseOptions = {}): ConnectorValidation {
   const parsed = CONNECTOR_CONFIG_DEF.parse(raw);
   const config = build(parsed, options);
+  options.extraChecks?.(parsed, config);
   const errorCount = parsed.errorCount;
   return Object.freeze({
     config: errorCount === 0 ? config : null,
     errors: parsed.errors(),
     errorCount,
     warnings: parsed.warnings,
+    catalog: config.catalog,
     secretKeys: parsed.secretKeys(),
     configInfos: () => parsed.toConfigInfos(raw['connector.class'] ?? ''),
     summary: () => problemSummary(parsed),

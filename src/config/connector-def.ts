@@ -52,6 +52,10 @@ export const MESSAGES = {
 } as const;
 
 const G_COMMON = 'Common';
+// Connect puts `transforms` and `predicates` in groups of their own (a 4.3.1 worker's validate answer:
+// groups Common, Transforms, Predicates, Error Handling), and each alias in `Transforms: <alias>`.
+const G_TRANSFORMS = 'Transforms';
+const G_PREDICATES = 'Predicates';
 const G_ERRORS = 'Error Handling';
 const G_TABLES = 'Iceberg Tables';
 const G_CONTROL = 'Iceberg Control';
@@ -108,13 +112,13 @@ export const CONNECTOR_CONFIG_DEF: ConfigDef = new ConfigDef()
     doc: 'Converter class for record values (JsonConverter, StringConverter, ByteArrayConverter, Confluent AvroConverter or ProtobufConverter); settings as `value.converter.schema.registry.url`, `value.converter.schemas.enable`. Unset: the worker\'s.' })
   .define({ name: 'header.converter', type: 'CLASS', default: null, importance: 'LOW', group: G_COMMON, width: 'SHORT', displayName: 'Header converter class',
     doc: notYet('header.converter', 'Converter class for header values (unset: the worker\'s).') })
-  .define({ name: 'transforms', type: 'LIST', default: '', importance: 'LOW', group: G_COMMON, width: 'LONG', displayName: 'Transforms',
+  .define({ name: 'transforms', type: 'LIST', default: '', importance: 'LOW', group: G_TRANSFORMS, width: 'LONG', displayName: 'Transforms',
     doc: notYet('transforms', 'Aliases of the transformations (SMTs) to apply to records, in order; each is configured under `transforms.<alias>.*`.') })
-  .define({ name: 'predicates', type: 'LIST', default: '', importance: 'LOW', group: G_COMMON, width: 'LONG', displayName: 'Predicates',
+  .define({ name: 'predicates', type: 'LIST', default: '', importance: 'LOW', group: G_PREDICATES, width: 'LONG', displayName: 'Predicates',
     doc: notYet('predicates', 'Aliases of the predicates used by transformations; each is configured under `predicates.<alias>.*`.') })
   .define({ name: 'config.action.reload', type: 'STRING', default: 'restart', importance: 'LOW', group: G_COMMON, width: 'MEDIUM', displayName: 'Reload action',
     validator: validators.oneOf(['none', 'restart'], { caseInsensitive: true }),
-    doc: 'What to do when a config provider reports a changed value: none, or restart the connector. Accepted for compatibility; no effect, as the worker has no config providers (config.providers is not supported yet).' })
+    doc: 'What to do when a config provider reports a changed value: none, or restart the connector. Accepted for compatibility; no effect: Icefloe\'s providers (file, env, directory) have no expiry, and a value is read again whenever the connector is (re)started.' })
   .define({ name: 'topics', type: 'LIST', default: '', importance: 'HIGH', group: G_COMMON, width: 'LONG', displayName: 'Topics',
     doc: 'Comma-separated topics to consume. Exactly one of topics and topics.regex must be set.' })
   .define({ name: 'topics.regex', type: 'STRING', default: '', importance: 'HIGH', group: G_COMMON, width: 'LONG', displayName: 'Topics regex', validator: regexValidator,

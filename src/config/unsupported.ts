@@ -50,11 +50,6 @@ const ID_COLUMNS: Omit<UnsupportedKey, 'key'> = {
   instead: 'Tables are created without identifier fields and Icefloe only appends. Remove it; readers that need identifier fields can have them set on the table by another engine (Spark: ALTER TABLE … SET IDENTIFIER FIELDS).',
 };
 
-const CONFIG_PROVIDERS: Omit<UnsupportedKey, 'key'> = {
-  needs: 'config providers, which are not scheduled yet',
-  instead: '`${provider:path:key}` references would reach the connector as literal text. Remove it and write the values into the connector config (secret keys are redacted in logs and status).',
-};
-
 /** Connector keys (connector-def.ts documents them with `unsupportedDoc`). */
 export const CONNECTOR_UNSUPPORTED: readonly UnsupportedKey[] = [
   { key: 'transforms', ...TRANSFORMS },
@@ -135,8 +130,6 @@ export function rejectUnsupportedWriteProps(p: ParsedConfig): void {
 /** Worker keys (worker-config.ts documents them with `unsupportedDoc`). */
 export const WORKER_UNSUPPORTED: readonly UnsupportedKey[] = [
   { key: 'header.converter', ...HEADER_CONVERTER },
-  { key: 'config.providers', ...CONFIG_PROVIDERS },
-  { key: 'config.providers.', ...CONFIG_PROVIDERS },
   {
     key: 'connector.client.config.override.policy',
     needs: 'client override policies, which are not scheduled yet',

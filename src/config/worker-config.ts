@@ -24,88 +24,12 @@ import type { ConverterConfig } from './converters.ts';
 import { buildRestConfig } from './rest-config.ts';
 import type { RestConfig } from './rest-config.ts';
 import { WORKER_UNSUPPORTED, rejectUnsupported, unsupportedDoc } from './unsupported.ts';
+import { parseProperties } from './properties.ts';
+import { parseConfigProviders } from './config-providers.ts';
+import type { ConfigProviderSpec } from './config-providers.ts';
 
 export type { HeaderRule, RestConfig, RestListener, RestTlsSettings } from './rest-config.ts';
-
-// ---------------------------------------------------------------------------------------------------
-// Java .properties
-// ---------------------------------------------------------------------------------------------------
-
-/**
- * Parses Java `.properties` text (java.util.Properties.load): `#`/`!` comment lines, `key=value`,
- * `key: value` and `key value`, backslash escapes (`\t \n \r \f \uXXXX`, `\=`, `\:`, `\ `, `\\`; any
- * other `\x` is `x`), lines continued by an odd number of trailing backslashes (the next line's leading
- * whitespace dropped). A later duplicate wins. Text is taken as already decoded (UTF-8 files).
- */
-export function parseProperties(text: string): Record<string, string> {
-  const out: Record<string, string> = {};
-  const lines = text.split(/\r\n|\r|\n/);
-  for (let i = 0; i < lines.length; i++) {
-    let line = (lines[i] as string).replace(/^[ \t\f]+/, '');
-    if (line === '' || line.startsWith('#') || line.startsWith('!')) continue;
-    while (endsWithContinuation(line) && i + 1 < lines.length) {
-      line = line.slice(0, -1) + (lines[++i] as string).replace(/^[ \t\f]+/, '');
-    }
-    if (endsWithContinuation(line)) line = line.slice(0, -1);
-    // The key ends at the first unescaped '=', ':' or whitespace.
-    let k = 0;
-    while (k < line.length) {
-      const ch = line[k] as string;
-      if (ch === '\\') k += 2;
-      else if (ch === '=' || ch === ':' || ch === ' ' || ch === '\t' || ch === '\f') break;
-      else k++;
-    }
-    const key = line.slice(0, Math.min(k, line.length));
-    let v = k;
-    while (v < line.length && /[ \t\f]/.test(line[v] as string)) v++;
-    if (v < line.length && (line[v] === '=' || line[v] === ':')) v++;
-    while (v < line.length && /[ \t\f]/.test(line[v] as string)) v++;
-    out[unescape(key)] = unescape(line.slice(v));
-  }
-  return out;
-}
-
-function endsWithContinuation(line: string): boolean {
-  let n = 0;
-  for (let j = line.length - 1; j >= 0 && line[j] === '\\'; j--) n++;
-  return n % 2 === 1;
-}
-
-function unescape(s: string): string {
-  let out = '';
-  for (let i = 0; i < s.length; i++) {
-    const ch = s[i] as string;
-    if (ch !== '\\' || i + 1 >= s.length) {
-      out += ch;
-      continue;
-    }
-    const next = s[++i] as string;
-    switch (next) {
-      case 't':
-        out += '\t';
-        break;
-      case 'n':
-        out += '\n';
-        break;
-      case 'r':
-        out += '\r';
-        break;
-      case 'f':
-        out += '\f';
-        break;
-      case 'u': {
-        const hex = s.slice(i + 1, i + 5);
-        if (!/^[0-9a-fA-F]{4}$/.test(hex)) throw new ConfigError(`Malformed \\uxxxx encoding in properties: \\u${hex}`);
-        out += String.fromCharCode(parseInt(hex, 16));
-        i += 4;
-        break;
-      }
-      default:
-        out += next;
-    }
-  }
-  return out;
-}
+export { parseProperties } from './properties.ts';
 
 // ---------------------------------------------------------------------------------------------------
 // Worker keys
@@ -145,7 +69,9 @@ export const WORKER_CONFIG_DEF: ConfigDef = new ConfigDef()
   .define({ name: 'plugin.path', type: 'LIST', default: null, importance: 'LOW', group: G_WORKER,
     doc: 'Ignored: Icefloe\'s connector, converters and transforms are built in.' })
   .define({ name: 'config.providers', type: 'LIST', default: '', importance: 'LOW', group: G_WORKER,
-    doc: notYet('config.providers', 'Config providers (`${file:...}`, `${env:...}`), each configured under `config.providers.<name>.*`.') })
+    doc: 'Names of the config providers whose references connector values may hold (`${env:ICEBERG_TOKEN}`, `${file:/secrets/catalog.properties:token}`, `${dir:/mnt/secrets:password}`); each is configured under `config.providers.<name>.*`. References are resolved inside the worker only, when a config is validated and when it is handed to the connector; the REST API stores and echoes the raw `${...}` text. A reference that cannot be resolved is an error naming the key and the reference (Kafka would pass the text on as the value).' })
+  .definePrefix({ prefix: 'config.providers.', group: G_WORKER, pattern: 'config.providers.<name>.{class,param.*}',
+    doc: '`class`: org.apache.kafka.common.config.provider.FileConfigProvider (`${<name>:/path/file.properties:key}`, a key of a Java properties file), EnvVarConfigProvider (`${<name>:VARIABLE}`) or DirectoryConfigProvider (`${<name>:/dir:file}`, the whole content of that file), full or simple class name. `param.allowed.paths` (file, directory): comma-separated absolute directories, the only ones whose files may be read. `param.allowlist.pattern` (env): a regex the whole variable name must match to be visible.' })
   .define({ name: 'listeners', type: 'LIST', default: 'http://:8083', importance: 'LOW', group: G_REST,
     doc: 'Where the REST API listens: comma-separated `http://host:port` or `https://host:port` (empty host: every interface; port 0: any free port). An https listener takes its key from `listeners.https.ssl.*`, else from `ssl.*` (docs/rest.md, TLS).' })
   .define({ name: 'rest.advertised.host.name', type: 'STRING', default: null, importance: 'LOW', group: G_REST,
@@ -238,6 +164,8 @@ export interface WorkerConfig {
   readonly logFormat: LogFormatSetting;
   /** The REST API's listeners, advertised address, CORS, headers, TLS and authentication. */
   readonly rest: RestConfig;
+  /** config.providers: resolve connector values with `resolveConfig` (config-providers.ts) inside the worker only. */
+  readonly configProviders: readonly ConfigProviderSpec[];
   readonly secretKeys: readonly string[];
   readonly warnings: readonly string[];
   stored(): Record<string, string>;
@@ -329,6 +257,10 @@ function buildWorker(p: ParsedConfig, options: WorkerParseOptions): WorkerConfig
   }
 
   const rest = buildRestConfig(p, (path) => resolvePath(options.baseDir, path));
+  const providers = parseConfigProviders(p.original);
+  for (const e of providers.errors) p.addError(e.key, e.message);
+  for (const w of providers.warnings) p.addWarning(w);
+
   rejectUnsupported(p, WORKER_UNSUPPORTED);
   for (const key of Object.keys(p.unknown)) {
     // Other unknown keys pass through as in Connect; one that looks like a known key is most likely a typo.
@@ -353,6 +285,7 @@ function buildWorker(p: ParsedConfig, options: WorkerParseOptions): WorkerConfig
     taskShutdownTimeoutMs: p.number('task.shutdown.graceful.timeout.ms') ?? 30_000,
     logFormat: LOG_FORMATS.find((f) => f === p.string('icefloe.log.format')) ?? 'auto',
     rest,
+    configProviders: providers.providers,
     secretKeys: p.secretKeys(),
     warnings: p.warnings,
     stored,

@@ -16,6 +16,7 @@
  *   the committed offsets (with metadata) of a group no member consumes for: the committer's
  *   connector-level control position (coordinate/connector-position.ts); a group's live members (the
  *   worker checks at start that no other process runs its task ids).
+ * - `GroupAdmin`: the cluster's topics and deleting a consumer group, for the offsets API.
  * - `RecordProducer`: a plain idempotent producer (no transactions) that reports where each record
  *   landed, for tools such as the data generator (`icefloe generate`); never used for the sink's own
  *   announcements, DLQ records or offsets (those go through `TransactionalProducer`).
@@ -292,6 +293,30 @@ export interface KafkaAdmin {
    */
   topicConfigs(topic: string): Promise<Readonly<Record<string, string>>>;
   close(): Promise<void>;
+}
+
+/**
+ * What the offsets API (runtime/connector-offsets.ts) needs besides `KafkaAdmin`: the cluster's topics (a
+ * `topics.regex` connector's topics) and deleting a consumer group (Connect's offsets reset deletes the
+ * sink's group, KIP-875). The admin adapters implement it next to `KafkaAdmin`.
+ */
+export interface GroupAdmin {
+  /** Every topic of the cluster, internal ones (`__consumer_offsets`, ...) included. */
+  listTopics(): Promise<string[]>;
+  /**
+   * Deletes the consumer group and every offset committed to it (DeleteGroups). Resolves false when the
+   * group did not exist (a reset is idempotent); `GroupNotEmptyError` while it has members.
+   */
+  deleteGroup(groupId: string): Promise<boolean>;
+}
+
+/** A group with live members cannot be deleted, nor its offsets changed from outside (retry once they left). */
+export class GroupNotEmptyError extends RetriableError {
+  readonly groupId: string;
+  constructor(groupId: string, message: string, options?: ErrorOptions) {
+    super(message, options);
+    this.groupId = groupId;
+  }
 }
 
 /**

@@ -13,7 +13,11 @@
  *              everything applied before (T, C, and the positions of every snapshot of this connector the
  *              table still lists), with summary key icefloe.adopted.<connector>. Rolled-back announcements
  *              are not applied again. On a table without positions (recreated, or written by others first)
- *              this seeds them at C.
+ *              this seeds them at C. With `holdsGroupOffsets` (--holds-group-offsets) the snapshot also
+ *              records that the table holds every source record below the connector's consumer group's
+ *              committed offsets (a table the Apache Iceberg sink or another Connect sink wrote under the
+ *              same group): moving the offsets back into them is then refused (docs/operations.md) and a
+ *              re-delivery of them is never applied twice.
  * Both are single catalog commits (a property update asserting nothing else changed, an append asserting
  * the snapshot it read), so they happen once or not at all. A running worker takes an --adopt and a
  * --reapply at its next round (a --reapply below what its buffer holds makes it read the control topic
@@ -28,7 +32,7 @@ import { createHash } from 'node:crypto';
 import { ConfigError } from '../core/errors.ts';
 import type { Logger } from '../core/log.ts';
 import type { ConnectorConfig } from '../config/connector-config.ts';
-import type { KafkaAdmin } from '../consume/port.ts';
+import type { GroupAdmin, KafkaAdmin } from '../consume/port.ts';
 import { parseIdentifier } from '../commit/port.ts';
 import type { Catalog, LoadedTable } from '../commit/port.ts';
 import { appendFiles, updateProperties } from '../commit/table-ops.ts';
@@ -38,13 +42,14 @@ import type { ControlIdentity, PositionsRead } from './control-positions.ts';
 import { adoptedKey, appliedThroughFor, controlGroupId, encodeReapplyMark, reapplyKey } from './connector-position.ts';
 import { readConnectorPositions } from './position-store.ts';
 import { decodeSourceApplied, encodeSourceApplied, sourceAppliedKey } from './source-applied.ts';
-import type { SourceApplied } from './source-applied.ts';
+import { connectorTopics } from './source-holdings.ts';
+import { sourceKey } from './watermark.ts';
 
 export type PositionsAction = 'show' | 'reapply' | 'adopt';
 
 export interface PositionsToolDeps {
   readonly connector: ConnectorConfig;
-  readonly admin: KafkaAdmin;
+  readonly admin: KafkaAdmin & GroupAdmin;
   readonly catalog: Catalog;
   readonly store: ObjectStore;
   readonly log: Logger;
@@ -62,7 +67,12 @@ export interface PositionsReport {
   readonly result: string;
 }
 
-export async function runPositionsTool(deps: PositionsToolDeps, tableName: string, action: PositionsAction): Promise<PositionsReport> {
+export interface PositionsOptions {
+  /** --adopt: the table holds every source record below the group's committed offsets (module header). */
+  readonly holdsGroupOffsets?: boolean;
+}
+
+export async function runPositionsTool(deps: PositionsToolDeps, tableName: string, action: PositionsAction, options: PositionsOptions = {}): Promise<PositionsReport> {
   const { connector, admin } = deps;
   const live: ControlIdentity = { clusterId: await admin.clusterId(), controlTopicId: await admin.topicId(connector.control.topic) };
   const c = await readConnectorPositions({
@@ -96,12 +106,22 @@ export async function runPositionsTool(deps: PositionsToolDeps, tableName: strin
     const after = await updateProperties({ catalog: deps.catalog, store: deps.store }, id, { [reapplyKey(connector.name)]: mark });
     return report(`marked: the committer applies the table's announcements again from its positions (snapshot ${read.snapshotId}) up to ${encodePositions(through)}`, after);
   }
+  if (options.holdsGroupOffsets === true && action !== 'adopt') throw new ConfigError('--holds-group-offsets goes with --adopt');
+  const holds = adoptSourceApplied(table, connector.name);
+  if (options.holdsGroupOffsets === true) {
+    for (const topic of await connectorTopics(admin, connector)) {
+      for (const o of await admin.groupOffsets(connector.groupId, topic)) {
+        const k = sourceKey(topic, o.partition);
+        if (o.offset > 0n && o.offset - 1n > (holds.get(k)?.last ?? -1n)) holds.set(k, { topic, partition: o.partition, last: o.offset - 1n });
+      }
+    }
+  }
   const adopted = adoptPositions(table, read, c === undefined ? undefined : appliedThroughFor(c, id), connector.name, live);
   const commitId = `${commitIdPrefix(connector.name)}adopt-${createHash('sha256').update(`${table.metadata.tableUuid}:${String(read.kind === 'positions' ? read.snapshotId : read.kind)}:${encodePositions(adopted)}`).digest('hex').slice(0, 24)}`;
   const outcome = await appendFiles({ catalog: deps.catalog, store: deps.store }, id, {
     commitId,
     files: [],
-    summary: { ...positionsSummary(connector.name, adopted, live), [adoptedKey(connector.name)]: encodePositions(adopted), [sourceAppliedKey(connector.name)]: encodeSourceApplied(adoptSourceApplied(table, connector.name)) },
+    summary: { ...positionsSummary(connector.name, adopted, live), [adoptedKey(connector.name)]: encodePositions(adopted), [sourceAppliedKey(connector.name)]: encodeSourceApplied(holds) },
     branch,
     // Asserts the positions it adopted from: another commit in between means the operator decides again.
     isCurrent: (t) => sameRead(readControlPositions(t.metadata, connector.name, live, branch), read),
@@ -133,7 +153,7 @@ function adoptPositions(table: LoadedTable, read: PositionsRead, c: ReadonlyMap<
 }
 
 /** The highest source offsets any snapshot of this connector the table lists applied (kept as a guard). */
-function adoptSourceApplied(table: LoadedTable, connector: string): SourceApplied {
+function adoptSourceApplied(table: LoadedTable, connector: string): Map<string, { topic: string; partition: number; last: bigint }> {
   const out = new Map<string, { topic: string; partition: number; last: bigint }>();
   for (const s of table.metadata.snapshots) {
     const text = s.summary[sourceAppliedKey(connector)];

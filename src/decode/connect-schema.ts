@@ -7,6 +7,9 @@
  * Date → date, Time → time, Timestamp → timestamptz) and the inference rules: an object → struct (keys in
  * order), an integer → long, any other number → double, a string → string, a boolean → boolean, an array
  * → list of its first non-null element's type (an empty or all-null array → list<string>), null → string;
+ * an empty object (or one holding only empty objects) has no type and its field is left out, as the Apache
+ * sink does — Parquet cannot store an empty struct, so a table created with one could take no row; a later
+ * record with keys there adds the field (schema evolution) or has them ignored;
  * every inferred field, element and value is optional (nothing in schemaless JSON promises presence).
  * Must not: read record bytes (json-value.ts) or write columns (json-columns.ts).
  */
@@ -132,19 +135,32 @@ export function inferIcebergSchema(value: unknown, options: { schemaId?: number 
   if (!isObject(value)) throw new DataError('schemaless JSON: a table can only be inferred from a JSON object');
   let ph = 0;
   const next = (): number => ++ph;
-  const infer = (v: unknown): IcebergType => {
+  /** Undefined: no type can be told from `v` (an object with nothing typed in it). */
+  const infer = (v: unknown): IcebergType | undefined => {
     if (typeof v === 'boolean') return { kind: 'boolean' };
     if (typeof v === 'bigint') return { kind: 'long' };
     if (typeof v === 'number') return Number.isInteger(v) ? { kind: 'long' } : { kind: 'double' };
     if (v instanceof JsonNumberText) return /^-?\d+$/.test(v.text) ? { kind: 'long' } : { kind: 'double' };
     if (Array.isArray(v)) {
       const first = v.find((e) => e !== null);
-      return { kind: 'list', elementId: next(), elementRequired: false, element: first === undefined ? { kind: 'string' } : infer(first) };
+      const element = first === undefined ? { kind: 'string' as const } : infer(first);
+      return element === undefined ? undefined : { kind: 'list', elementId: next(), elementRequired: false, element };
     }
-    if (isObject(v)) return { kind: 'struct', fields: Object.entries(v).map(([k, x]) => ({ id: next(), name: k, required: false, type: infer(x) })) };
+    if (isObject(v)) {
+      const fields = objectFields(v);
+      return fields.length === 0 ? undefined : { kind: 'struct', fields };
+    }
     return { kind: 'string' };
   };
-  const root = infer(value) as { kind: 'struct'; fields: NestedField[] };
+  const objectFields = (o: Record<string, unknown>): NestedField[] => {
+    const out: NestedField[] = [];
+    for (const [name, x] of Object.entries(o)) {
+      const type = infer(x);
+      if (type !== undefined) out.push({ id: next(), name, required: false, type });
+    }
+    return out;
+  };
+  const root = { fields: objectFields(value) };
   let last = 0;
   return assignFreshIds({ schemaId: options.schemaId ?? 0, fields: root.fields }, () => ++last);
 }

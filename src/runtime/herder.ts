@@ -19,7 +19,7 @@
  * Owns: stored configs, target states, the reconcile loop, the status a user reads. Must not: speak HTTP
  * (src/rest/) or build adapters (app.ts).
  */
-import { ConfigError, errorMessage, RequestRefused } from '../core/errors.ts';
+import { errorMessage, RequestRefused } from '../core/errors.ts';
 import type { Logger } from '../core/log.ts';
 import type { ConnectorConfig } from '../config/connector-config.ts';
 import type {
@@ -79,9 +79,11 @@ export interface HerderDeps {
   readonly store: ConnectorStore;
   readonly log: Logger;
   /**
-   * Resolves config providers and parses a stored config; throws RequestRefused('bad-request') with
-   * Connect's "Connector configuration is invalid ..." message for a config that cannot run.
+   * Before a config is stored (create, PUT, PATCH): refuses one that cannot run with RequestRefused
+   * ('bad-request', Connect's "Connector configuration is invalid ..." message).
    */
+  checkConfig(config: Readonly<Record<string, string>>): Promise<void>;
+  /** Resolves config providers and parses a stored config for running (throws ConfigError). */
   parse(config: Readonly<Record<string, string>>): ConnectorConfig;
   readonly offsets: OffsetsPort;
   readonly plugins: PluginsPort;
@@ -131,13 +133,7 @@ export class StandaloneHerder implements HerderApi {
     for (const s of this.d.store.load()) this.entries.set(s.name, this.newEntry(s.config, s.target));
     for (const config of commandLine) {
       const name = config['name'] ?? '';
-      try {
-        this.d.parse(config);
-      } catch (err) {
-        // A bad file fails the worker's start, as connect-standalone does: a configuration error.
-        if (!(err instanceof RequestRefused)) throw err;
-        throw err.cause instanceof ConfigError ? err.cause : new ConfigError(err.message, { cause: err, context: { connector: name } });
-      }
+      this.d.parse(config); // a bad file fails the worker's start (a ConfigError), as connect-standalone does
       const e = this.entries.get(name);
       if (e === undefined) this.entries.set(name, this.newEntry(config, 'STARTED'));
       else e.config = config;
@@ -215,7 +211,8 @@ export class StandaloneHerder implements HerderApi {
   async createConnector(name: string, config: Readonly<Record<string, string>>, initialState: TargetState): Promise<ConnectorInfo> {
     if (this.entries.has(name)) throw new RequestRefused('already-exists', `Connector ${name} already exists`);
     const stored = { ...config, name };
-    this.d.parse(stored);
+    await this.d.checkConfig(stored);
+    if (this.entries.has(name)) throw new RequestRefused('already-exists', `Connector ${name} already exists`);
     this.entries.set(name, this.newEntry(stored, initialState));
     this.save();
     void this.reconcile(name);
@@ -227,7 +224,7 @@ export class StandaloneHerder implements HerderApi {
     if (e === undefined) return { created: true, info: await this.createConnector(name, config, 'STARTED') };
     const stored = { ...config, name };
     if (key(stored) !== key(e.config)) {
-      this.d.parse(stored);
+      await this.d.checkConfig(stored);
       e.config = stored;
       e.startFailure = undefined; // a new config is tried afresh
       this.save();

@@ -54,7 +54,8 @@ export type ParentMessage<Spec> =
   | { readonly type: 'fail'; readonly message: string }
   | { readonly type: 'pause' }
   | { readonly type: 'resume' }
-  | { readonly type: 'forget-topics' };
+  | { readonly type: 'forget-topics' }
+  | { readonly type: 'log-level'; readonly level: string };
 
 // ---------------------------------------------------------------------------------------------------
 // The worker's side
@@ -127,6 +128,7 @@ export function taskProcessHandle(taskId: number, child: ChildProcess, log: Logg
       failedWith = message;
       if (child.connected) child.send({ type: 'fail', message } satisfies ParentMessage<never>);
     },
+    setLogLevel: (level) => tell({ type: 'log-level', level }),
     pause: () => tell({ type: 'pause' }),
     resume: () => tell({ type: 'resume' }),
     topics: () => topics,
@@ -161,6 +163,8 @@ export interface ChildOptions<Spec> {
   /** Builds and runs the task (app.ts); `done` settles when it ends. */
   start(spec: Spec, log: Logger, onAnnounced: () => void): Promise<{ task: ChildTask; done: Promise<void> }>;
   logger(spec: Spec): Logger;
+  /** PUT /admin/loggers reached the task category: the child's loggers log at `level` from now on. */
+  setLogLevel?(level: string): void;
   /** How long an orphaned child may try to stop its task (capped at MAX_ORPHAN_STOP_MS). */
   orphanStopMs(spec: Spec): number;
 }
@@ -206,6 +210,7 @@ export async function runTaskChild<Spec>(o: ChildOptions<Spec>): Promise<number>
       pauseRequested = false;
       current.task?.resume();
     } else if (m.type === 'forget-topics') current.task?.forgetTopics();
+    else if (m.type === 'log-level') o.setLogLevel?.(m.level);
   });
 
   const orphan = watchParent(log, Math.min(MAX_ORPHAN_STOP_MS, Math.max(0, o.orphanStopMs(spec))), stop);

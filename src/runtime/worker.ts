@@ -61,6 +61,8 @@ export interface TaskHandle {
   /** The topics the task handled records of (Connect's active topics), and forgetting them. */
   topics(): readonly string[];
   forgetTopics(): void;
+  /** Sets a task process's log level (PUT /admin/loggers); absent for a task in the worker's process (its loggers are the worker's). */
+  setLogLevel?(level: string): void;
   state(): { readonly state: string; readonly trace?: string };
 }
 
@@ -174,6 +176,8 @@ export class StandaloneWorker {
 
   private readonly now: () => number;
   private stopping = false;
+  /** Set by setTaskLogLevel(): what new task processes start with (undefined: their spec's). */
+  taskLogLevel: string | undefined;
   /** Set by whenAllFailed(): settled once every task is FAILED for good. */
   private allFailed: { readonly promise: Promise<void>; readonly resolve: () => void; settled: boolean } | undefined;
 
@@ -234,6 +238,12 @@ export class StandaloneWorker {
     const c = this.connector(name);
     c.paused = false;
     for (const t of c.tasks) if (!t.ended) t.handle.resume();
+  }
+
+  /** The level task loggers log at from now on (running task processes are told; new ones start with it). */
+  setTaskLogLevel(level: string): void {
+    this.taskLogLevel = level;
+    for (const c of this.connectors.values()) for (const t of c.tasks) if (!t.ended) t.handle.setLogLevel?.(level);
   }
 
   /** The topics the connector's tasks handled records of (Connect's active topics). */

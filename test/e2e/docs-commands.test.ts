@@ -49,10 +49,17 @@ const RULES: readonly Rule[] = [
   { kind: 'run', match: /^icefloe produce /, expect: /^produced \d+ \w+ records? to \S+/m },
   { kind: 'run', match: /^icefloe consume /, expect: /^consumed \d+ records? from \S+ \(stopped by /m },
   { kind: 'run', match: /^icefloe positions .* --table \S+$/, expect: /^ {2}"table": "/m },
+  // Seeding changes the quickstart's table (a snapshot of its own): shown, not run; test/integration/connector-offsets.test.ts runs it.
+  { kind: 'excluded', match: /^icefloe positions .* --adopt\b/, why: 'seeds the table\'s positions (a commit to the quickstart\'s table); test/integration/connector-offsets.test.ts covers --adopt --holds-group-offsets' },
+  // The replay runbook needs a stopped connector and a snapshot id of its table; its e2e test runs the procedure.
+  { kind: 'excluded', match: /^icefloe replay /, why: 'needs a stopped connector and one of its table\'s snapshot ids: test/e2e/replay-runbook.test.ts runs the runbook' },
   { kind: 'run', match: /^icefloe version$/, expect: /^icefloe \d+\.\d+\.\d+ \(node v24\./m },
   // The worker: a task must get partitions (a line naming `topic[n]` with "partitions assigned", in JSON or
   // pretty lines), and a stop must commit what it read (exit 0, a table commit).
   { kind: 'serve', match: /^icefloe standalone /, ready: /partitions assigned[^\n]*\w\[\d+\]|\w\[\d+\][^\n]*partitions assigned/, settleMs: 3_000, expect: /table committed/ },
+  // REST calls need a worker serving the API while they run (the docs show them beside one started in
+  // another terminal); the e2e tests make the same calls on a worker of their own.
+  { kind: 'excluded', match: /^curl\b.*localhost:8083\//, why: 'a call to a running worker\'s REST API: test/e2e/rest-operations.test.ts, rest-conformance.test.ts and rest-client.test.ts make these calls' },
   { kind: 'run', match: /^scripts\/stack (status|env)$/, expect: /kafka|ICEFLOE_KAFKA_BOOTSTRAP=/i },
   // The README's two commands: the quickstart installs and brings the stack up (minutes cold; CI runs it
   // after the whole suite), and the test command is what runs this test.

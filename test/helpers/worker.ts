@@ -39,6 +39,8 @@ export interface WorkerProcess {
   waitFor(pattern: RegExp, timeoutMs?: number): Promise<string>;
   /** Parsed JSON log lines with this `msg`. */
   logs(msg: string): Record<string, unknown>[];
+  /** The base URL of its REST API (from its `REST API listening` line, waited for). */
+  restUrl(): Promise<string>;
   /** SIGTERM and wait: tasks finish their cycle, the committer runs a last round. */
   stop(timeoutMs?: number): Promise<string>;
   /** SIGKILL to the worker and its task processes. */
@@ -60,7 +62,8 @@ function signalGroup(child: ChildProcess, signal: NodeJS.Signals): void {
 export function startWorker(options: WorkerOptions): WorkerProcess {
   const e = stackEndpoints();
   const dir = options.dir ?? mkdtempSync(join(tmpdir(), 'icefloe-worker-'));
-  const props = { 'bootstrap.servers': e.kafkaBootstrap, ...options.worker };
+  // Port 0: every test worker serves the REST API on a port of its own (restUrl() finds it).
+  const props = { 'bootstrap.servers': e.kafkaBootstrap, listeners: 'http://127.0.0.1:0', ...options.worker };
   writeFileSync(join(dir, 'worker.properties'), Object.entries(props).map(([k, v]) => `${k}=${v.replace(/\\/g, '\\\\')}`).join('\n') + '\n');
   const files = options.connectors.map((c) => {
     const f = join(dir, `${c.name}.json`);
@@ -106,6 +109,10 @@ export function startWorker(options: WorkerOptions): WorkerProcess {
     child,
     lines,
     exited,
+    async restUrl() {
+      const line = await self.waitFor(/"msg":"REST API listening"/);
+      return ((JSON.parse(line) as { urls: string[] }).urls[0] as string).replace(/\/$/, '');
+    },
     waitFor(pattern, timeoutMs = 60_000) {
       const found = lines.find((l) => pattern.test(l));
       if (found !== undefined) return Promise.resolve(found);

@@ -48,7 +48,7 @@ test('icefloe help, --help and -h print the command list to stdout and exit 0', 
   for (const args of [['help'], ['--help'], ['-h']]) {
     const r = run(...args);
     assert.equal(r.status, 0, `${args.join(' ')}: ${r.stderr}`);
-    for (const command of ['standalone', 'generate', 'produce', 'consume', 'positions', 'version', 'help']) {
+    for (const command of ['standalone', 'generate', 'produce', 'consume', 'positions', 'replay', 'version', 'help']) {
       assert.match(r.stdout, new RegExp(`^ {2}${command} `, 'm'), `${args.join(' ')} lists ${command}`);
     }
     assert.match(r.stdout, /icefloe <command> --help/);
@@ -61,7 +61,8 @@ const COMMAND_OPTIONS: Readonly<Record<string, readonly string[]>> = {
   generate: ['--topic', '--count', '--rate', '--format', '--partitions', '--only-partitions', '--seed', '--schema-version', '--bootstrap-servers', '--registry-url'],
   produce: ['--topic', '--value', '--format', '--schema', '--message', '--key', '--key-field', '--partition', '--partitions', '--bootstrap-servers', '--registry-url'],
   consume: ['--topic', '--from-beginning', '--max-messages', '--timeout-ms', '--partition', '--bootstrap-servers', '--registry-url'],
-  positions: ['--table', '--reapply', '--adopt'],
+  positions: ['--table', '--reapply', '--adopt', '--holds-group-offsets'],
+  replay: ['--table', '--snapshot'],
   version: [],
 };
 
@@ -71,7 +72,7 @@ test('every subcommand has its own help: synopsis, options (with defaults) and a
     assert.match(text, new RegExp(`^usage: icefloe ${command}\\b`), `${command}: synopsis first`);
     assert.match(text, new RegExp(`^examples?:\\n {2}icefloe ${command}\\b`, 'm'), `${command}: an example`);
     for (const option of options) assert.match(text, new RegExp(`^ {2}${option}\\b`, 'm'), `${command}: ${option}`);
-    if (options.some((o) => o !== '--exit-on-failure' && o !== '--reapply' && o !== '--adopt' && o !== '--table')) {
+    if (options.some((o) => o !== '--exit-on-failure' && o !== '--reapply' && o !== '--adopt' && o !== '--holds-group-offsets' && o !== '--table' && o !== '--snapshot')) {
       assert.match(text, /\(default /, `${command}: defaults`);
     }
   }

@@ -16,12 +16,14 @@
  * Topic configs come from topic-configs.ts (the binding has no DescribeConfigs).
  *
  * Group members: DescribeGroups, for the worker's check that no other process runs its task ids.
+ * Deleting a group (the offsets API's reset): DeleteGroups; the binding has no DeleteConsumerGroupOffsets.
  *
  * Owns: admin calls and their translation. Must not: delete or alter topics it did not create (deleteTopic
  * exists for tests and tools).
  */
 import { IcefloeError, RetriableError } from '../../core/errors.ts';
-import type { GroupInspector, GroupMemberInfo, GroupOffset, KafkaAdmin, TopicSpec, Watermarks } from '../port.ts';
+import { GroupNotEmptyError } from '../port.ts';
+import type { GroupAdmin, GroupInspector, GroupMemberInfo, GroupOffset, KafkaAdmin, TopicSpec, Watermarks } from '../port.ts';
 import { KAFKA_CODES, translateKafkaError } from './errors.ts';
 import { RdKafka, call, sync } from './internal.ts';
 import type { KafkaConsumerClient } from './internal.ts';
@@ -46,7 +48,7 @@ export const REACHABLE_BUDGET_MS = 8_000;
 /** One metadata request of checkReachable (a request in flight delays the client's close by up to this). */
 const ATTEMPT_MS = 500;
 
-export class ConfluentKafkaAdmin implements KafkaAdmin, GroupInspector {
+export class ConfluentKafkaAdmin implements KafkaAdmin, GroupInspector, GroupAdmin {
   readonly #config: Record<string, string>;
   readonly #admin: RdKafka.IAdminClient;
   /** librdkafka's connection failures, attached to errors that name no host (reachability.ts). */
@@ -289,6 +291,30 @@ export class ConfluentKafkaAdmin implements KafkaAdmin, GroupInspector {
       clientHost: m.clientHost,
       assignment: (m.assignment?.topicPartitions ?? []).map((tp) => ({ topic: tp.topic, partition: tp.partition })),
     }));
+  }
+
+  async listTopics(): Promise<string[]> {
+    return await this.#call<string[]>((cb) => this.#admin.listTopics({ timeout: TIMEOUT_MS }, cb));
+  }
+
+  async deleteGroup(groupId: string): Promise<boolean> {
+    // Our own never-subscribing client of the group is not a member, but it is closed first so nothing of
+    // ours uses the group while it goes.
+    const own = this.#committers.get(groupId);
+    if (own !== undefined) this.dropGroupConsumer(groupId, await own);
+    for (let attempt = 1; ; attempt++) {
+      const got = await this.#call<RdKafka.DeleteGroupsResult[]>((cb) => this.#admin.deleteGroups([groupId], { timeout: TIMEOUT_MS }, cb));
+      const r = got.find((x) => x.groupId === groupId);
+      const code = r?.errorCode ?? r?.error?.code;
+      if (r === undefined) throw new RetriableError(`Kafka admin: no answer for deleting group ${groupId}`);
+      if (code === undefined || code === 0) return true;
+      if (code === KAFKA_CODES.ERR_GROUP_ID_NOT_FOUND) return false;
+      if (code === KAFKA_CODES.ERR_NON_EMPTY_GROUP) throw new GroupNotEmptyError(groupId, `Kafka admin: group ${groupId} has members (NON_EMPTY_GROUP)`);
+      const error = r.error === undefined ? new RetriableError(`Kafka admin: deleting group ${groupId} failed with code ${code}`) : translateKafkaError(r.error, 'admin');
+      // A coordinator that is loading or moving answers for a moment (as in groupOffsets).
+      if (!(error instanceof RetriableError) || attempt >= 20) throw error;
+      await new Promise((resolve) => setTimeout(resolve, 250));
+    }
   }
 
   async commitGroupOffsets(groupId: string, offsets: readonly GroupOffset[]): Promise<void> {

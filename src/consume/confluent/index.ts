@@ -36,3 +36,4 @@ export { ConfluentKafkaAdmin } from './admin.ts';
 export type { AdminOptions } from './admin.ts';
 export { translateKafkaError, KAFKA_CODES } from './errors.ts';
 export type { ClientSettings } from './settings.ts';
+export { sourceOffsetReset } from './settings.ts';

@@ -5,19 +5,20 @@
  * `ConfigError`).
  *
  * Group offsets: read with their metadata, and committed as a simple consumer does (refused while the
- * group has members, as the coordinator refuses a commit from outside the current generation).
+ * group has members, as the coordinator refuses a commit from outside the current generation). A group is
+ * deleted only without members (NON_EMPTY_GROUP otherwise), as Kafka's DeleteGroups.
  *
  * Owns: one admin client. Must not: touch records or groups beyond what deleting a topic implies.
  */
 import { ConfigError } from '../../core/errors.ts';
-import { partitionKey } from '../port.ts';
-import type { GroupInspector, GroupMemberInfo, GroupOffset, KafkaAdmin, TopicSpec, Watermarks } from '../port.ts';
+import { GroupNotEmptyError, partitionKey } from '../port.ts';
+import type { GroupAdmin, GroupInspector, GroupMemberInfo, GroupOffset, KafkaAdmin, TopicSpec, Watermarks } from '../port.ts';
 import { stateError } from './broker.ts';
 import type { Broker, Topic } from './broker.ts';
 import { rejectCall } from './faults.ts';
 import type { AdminOperation, Fault } from './faults.ts';
 
-export class MemoryKafkaAdmin implements KafkaAdmin, GroupInspector {
+export class MemoryKafkaAdmin implements KafkaAdmin, GroupInspector, GroupAdmin {
   /** Names the client for fault injection. */
   readonly name: string;
   readonly #broker: Broker;
@@ -86,6 +87,17 @@ export class MemoryKafkaAdmin implements KafkaAdmin, GroupInspector {
         g.committed.set(partitionKey(o), o.offset);
         g.metadata.set(partitionKey(o), o.metadata);
       }
+    });
+  }
+
+  listTopics(): Promise<string[]> {
+    return this.#call('listTopics', () => this.#broker.topicNames());
+  }
+
+  deleteGroup(groupId: string): Promise<boolean> {
+    return this.#call('deleteGroup', () => {
+      if ((this.#broker.existingGroup(groupId)?.members().length ?? 0) > 0) throw new GroupNotEmptyError(groupId, `Kafka admin: group ${groupId} has members (NON_EMPTY_GROUP)`);
+      return this.#broker.deleteGroup(groupId);
     });
   }
 

@@ -133,6 +133,15 @@ export class Broker {
     return this.#groups.get(id);
   }
 
+  /** Removes the group and its offsets; false when there was none (Kafka's DeleteGroups, members checked by the caller). */
+  deleteGroup(id: string): boolean {
+    return this.#groups.delete(id);
+  }
+
+  topicNames(): string[] {
+    return [...this.#topics.keys()].sort();
+  }
+
   /** True while an open transaction carries an offset for the group's partition (KIP-447 "unstable"). */
   offsetPending(groupId: string, tp: TopicPartition): boolean {
     for (const p of this.#producers.values()) if (p.open?.offsets.get(groupId)?.has(partitionKey(tp)) === true) return true;

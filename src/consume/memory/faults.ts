@@ -11,7 +11,7 @@ import { RetriableError } from '../../core/errors.ts';
 export type ProducerOperation = 'initTransactions' | 'reinitialize' | 'beginTransaction' | 'send' | 'sendOffsetsToTransaction' | 'commitTransaction' | 'abortTransaction' | 'close';
 export type SourceOperation = 'subscribe' | 'poll' | 'seek' | 'committed' | 'rewindToCommitted' | 'close';
 export type ReaderOperation = 'read' | 'close';
-export type AdminOperation = 'ensureTopic' | 'deleteTopic' | 'clusterId' | 'topicId' | 'partitionCount' | 'watermarks' | 'groupOffsets' | 'groupMembers' | 'commitGroupOffsets' | 'topicConfigs' | 'close';
+export type AdminOperation = 'ensureTopic' | 'deleteTopic' | 'clusterId' | 'topicId' | 'partitionCount' | 'watermarks' | 'groupOffsets' | 'groupMembers' | 'commitGroupOffsets' | 'topicConfigs' | 'listTopics' | 'deleteGroup' | 'close';
 export type Operation = ProducerOperation | SourceOperation | ReaderOperation | AdminOperation;
 
 /**

@@ -102,7 +102,7 @@ test('toConfigInfos has Connect\'s shape, masks passwords and counts errors', ()
   assert.deepEqual(infos.groups, ['Common', 'Other']);
   const byName = new Map(infos.configs.map((c) => [c.value.name, c]));
   assert.deepEqual(byName.get('tasks.max'), {
-    definition: { name: 'tasks.max', type: 'INT', required: false, default_value: '1', importance: 'HIGH', documentation: 'tasks', group: 'Common', order: 2, width: 'SHORT', display_name: 'Tasks max', dependents: [] },
+    definition: { name: 'tasks.max', type: 'INT', required: false, default_value: '1', importance: 'HIGH', documentation: 'tasks', group: 'Common', order_in_group: 2, width: 'SHORT', display_name: 'Tasks max', dependents: [] },
     value: { name: 'tasks.max', value: null, recommended_values: [], errors: ['Invalid value x for configuration tasks.max: Not a number of type INT'], visible: true },
   });
   const name = byName.get('name');
@@ -111,7 +111,7 @@ test('toConfigInfos has Connect\'s shape, masks passwords and counts errors', ()
   assert.equal(byName.get('pw')?.value.value, HIDDEN);
   assert.deepEqual(byName.get('mode')?.value.recommended_values, ['none', 'all']);
   assert.equal(byName.get('big')?.definition?.group, null);
-  assert.equal(byName.get('big')?.definition?.order, -1);
+  assert.equal(byName.get('big')?.definition?.order_in_group, -1);
   assert.equal(byName.get('big')?.value.value, '0');
   assert.equal(byName.get('items')?.value.value, '');
   assert.ok(!JSON.stringify(infos).includes('hunter2'));

@@ -405,7 +405,7 @@ test('configInfos: Connect\'s validate body, name as submitted, errors counted',
   const infos = validateConnectorConfig({ ...BASE, 'connector.class': 'IcebergSink', 'tasks.max': 'two', 'iceberg.catalog.token': 't' }).configInfos();
   assert.equal(infos.name, 'IcebergSink');
   assert.equal(infos.error_count, 1);
-  assert.deepEqual(infos.groups, ['Common', 'Error Handling', 'Iceberg Tables', 'Iceberg Control', 'Iceberg Catalog', 'Icefloe']);
+  assert.deepEqual(infos.groups, ['Common', 'Transforms', 'Predicates', 'Error Handling', 'Iceberg Tables', 'Iceberg Control', 'Iceberg Catalog', 'Icefloe']);
   assert.equal(infos.configs.length, CONNECTOR_CONFIG_DEF.keys().length);
   const tasks = infos.configs.find((c) => c.value.name === 'tasks.max');
   assert.deepEqual(tasks?.value.errors, ['Invalid value two for configuration tasks.max: Not a number of type INT']);

@@ -143,8 +143,6 @@ test('worker errors are collected: converters, security protocol, brokers, unsup
 test('worker keys Icefloe does not act on yet fail with "not supported yet"; their defaults load', () => {
   const rejected: Record<string, string> = {
     'header.converter': 'org.apache.kafka.connect.json.JsonConverter',
-    'config.providers': 'file',
-    'config.providers.file.class': 'org.apache.kafka.common.config.provider.FileConfigProvider',
     'connector.client.config.override.policy': 'None',
     'admin.listeners': 'http://127.0.0.1:8084',
     'rest.extension.classes': 'org.apache.kafka.connect.rest.basic.auth.extension.BasicAuthSecurityRestExtension',
@@ -161,7 +159,6 @@ test('worker keys Icefloe does not act on yet fail with "not supported yet"; the
   assert.ok(!JSON.stringify([...v.errors]).includes('s3cret'), 'values are never echoed');
   assert.match(v.errors.get('icefloe.coordination')?.[0] ?? '', /needs Redis coordination, which comes with distributed mode\. The standalone worker runs each connector's committer itself/);
   assert.match(v.errors.get('rest.extension.classes')?.[0] ?? '', /needs Java REST extensions, which need a JVM\. For HTTP basic authentication .* set icefloe\.rest\.basic-auth\.file/);
-  assert.match(v.errors.get('config.providers.file.class')?.[0] ?? '', /needs config providers/);
 
   const noOp = {
     'header.converter': 'org.apache.kafka.connect.storage.SimpleHeaderConverter',

@@ -97,6 +97,18 @@ describe('Connect schema → Iceberg', () => {
     });
     assert.throws(() => inferIcebergSchema([1]), DataError);
   });
+
+  test('schemaless inference: an empty object, or one holding only empty objects, leaves its field out (Parquet stores no empty struct)', () => {
+    const s = inferIcebergSchema({ a: 1, b: {}, c: { d: {} }, e: [{}], f: { g: 'x', h: {} }, i: [{ j: {}, k: true }] });
+    assert.deepStrictEqual(typeToJson({ kind: 'struct', fields: s.fields }), {
+      type: 'struct',
+      fields: [
+        { id: 1, name: 'a', required: false, type: 'long' },
+        { id: 2, name: 'f', required: false, type: { type: 'struct', fields: [{ id: 4, name: 'g', required: false, type: 'string' }] } },
+        { id: 3, name: 'i', required: false, type: { type: 'list', 'element-id': 5, element: { type: 'struct', fields: [{ id: 6, name: 'k', required: false, type: 'boolean' }] }, 'element-required': false } },
+      ],
+    });
+  });
 });
 
 describe('JsonConverter decoding', () => {
@@ -117,6 +129,16 @@ describe('JsonConverter decoding', () => {
     });
     assert.equal(rows[1]?.['price'], 1230n);
     assert.equal(rows[1]?.['tags'], null);
+  });
+
+  test('schemas.enable=false: a table inferred from a record with an empty object takes that record and later ones', async () => {
+    // The first record a task sees decides an auto-created table (an order without attributes, 1 in 10).
+    const first = { id: 1, attributes: {} };
+    const table = inferIcebergSchema(first);
+    const d = new JsonConverterDecoder(table, { schemasEnable: false });
+    const { rows, errors } = await run(table, (b, s) => d.decode(b, s), [enc(first), enc({ id: 2, attributes: { gift: 'yes' } })]);
+    assert.deepEqual(errors, [undefined, undefined]);
+    assert.deepStrictEqual(rows, [{ id: 1n }, { id: 2n }]);
   });
 
   test('schemas.enable=false: plain JSON into an inferred table; ISO timestamps; case-insensitive names', async () => {

@@ -295,7 +295,7 @@ const KEY_TASKS_MAX: ConfigKeyInfo = {
   importance: 'HIGH',
   documentation: 'Maximum number of tasks to use for this connector.',
   group: 'Common',
-  order: 3,
+  order_in_group: 3,
   width: 'SHORT',
   display_name: 'Tasks max',
   dependents: [],

@@ -79,14 +79,15 @@ function rig(options: { stored?: StoredConnector[]; failStart?: () => boolean } 
     worker,
     store,
     log: quiet,
-    parse: (raw) => {
+    checkConfig: (raw) => {
       try {
-        return parseConnectorConfig(raw);
+        parseConnectorConfig(raw);
+        return Promise.resolve();
       } catch (e) {
-        if (e instanceof ConfigError) throw new RequestRefused('bad-request', e.message);
-        throw e;
+        return Promise.reject(e instanceof ConfigError ? new RequestRefused('bad-request', e.message) : e);
       }
     },
+    parse: (raw) => parseConnectorConfig(raw),
     offsets: {
       read: () => Promise.resolve({ offsets: [] }),
       alter: (c) => Promise.resolve(void offsetsCalls.push(`alter ${c.name}`)).then(() => 'altered'),

@@ -1,0 +1,46 @@
+/**
+ * The catalog reachability check of connector validation (connector-validation.ts `CatalogProbe`): open
+ * the connector's catalog, list its top-level namespaces (the cheapest call every catalog answers, and
+ * one that needs the credentials), close it. The composition root supplies how a catalog is opened, so
+ * the probe uses exactly the adapters a task would.
+ *
+ * Must not: create or change tables or namespaces (a SQL catalog's client does create its two catalog
+ * tables when they are missing, as Java's JdbcCatalog does when it starts and as the worker would), or
+ * outlive the validation (it closes the catalog when the validation stops waiting).
+ */
+import { errorMessage } from '../core/errors.ts';
+import type { CatalogConfig } from '../config/connector-config.ts';
+import type { CatalogProbe } from './connector-validation.ts';
+
+/** What the probe needs of a catalog (a `Catalog` of commit/port.ts has both). */
+export interface ProbeTarget {
+  listNamespaces(): Promise<unknown>;
+  close(): Promise<void>;
+}
+
+/**
+ * A probe over `open`, which builds a catalog client for a connector's catalog settings (for a REST
+ * catalog best without read retries and with a request time-out under the validation's, so a refused
+ * connection is reported as such rather than as a time-out).
+ */
+export function catalogProbe(open: (catalog: CatalogConfig) => ProbeTarget): CatalogProbe {
+  return async (config, signal) => {
+    let target: ProbeTarget;
+    try {
+      target = open(config);
+    } catch (e) {
+      return errorMessage(e);
+    }
+    const close = (): void => void target.close().catch(() => undefined);
+    signal.addEventListener('abort', close, { once: true });
+    try {
+      await target.listNamespaces();
+      return undefined;
+    } catch (e) {
+      return errorMessage(e);
+    } finally {
+      signal.removeEventListener('abort', close);
+      if (!signal.aborted) close();
+    }
+  };
+}

@@ -1,0 +1,116 @@
+/**
+ * The replay runbook end to end (docs/operations.md, "Replay a table from a snapshot"; coordinate/replay.ts): the
+ * real worker (`icefloe standalone`) on the stack's Kafka, REST catalog and S3 commits three batches of
+ * records over several snapshots; with the worker running, `icefloe replay` refuses and changes nothing;
+ * once it is stopped, `icefloe replay` (the CLI, as an operator runs it) rolls the table back to the snapshot
+ * that held the first batch only and moves the connector's offsets to just after that batch; the table then
+ * holds exactly the first batch (PyIceberg); the worker started again — with a fourth batch produced
+ * meanwhile — ends with every record in the table exactly once by Kafka coordinates (PyIceberg, DuckDB).
+ */
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import { join } from 'node:path';
+import { test } from 'node:test';
+import { parseIdentifier } from '../../src/commit/port.ts';
+import { RestCatalog } from '../../src/commit/rest/catalog.ts';
+import { refSnapshotId } from '../../src/commit/model.ts';
+import { assertExactlyOnce, duckdbCount } from '../helpers/exactly-once.ts';
+import type { Coordinates } from '../helpers/exactly-once.ts';
+import { unique } from '../helpers/kafka.ts';
+import { e2eResources, produceJson, SCHEMALESS_JSON, sinkConnector, stopWorker, uniqueIdent, waitCommitted } from '../helpers/sink-e2e.ts';
+import { stackEndpoints } from '../helpers/stack.ts';
+import { startWorker } from '../helpers/worker.ts';
+
+const TIMEOUT = 600_000;
+const CLI = new URL('../../src/cli.ts', import.meta.url).pathname;
+const PARTITIONS = 2;
+
+function records(from: number, count: number): { partition: number; value: unknown }[] {
+  return Array.from({ length: count }, (_, i) => ({ partition: (from + i) % PARTITIONS, value: { id: from + i, note: `r${from + i}` } }));
+}
+
+/** Per partition, the offset after the last of `coords`. */
+function endOffsets(coords: readonly Coordinates[]): Map<number, bigint> {
+  const out = new Map<number, bigint>();
+  for (const c of coords) if (c.offset + 1n > (out.get(c.partition) ?? 0n)) out.set(c.partition, c.offset + 1n);
+  return out;
+}
+
+async function mainHead(table: string): Promise<bigint> {
+  const e = stackEndpoints();
+  const catalog = new RestCatalog({ uri: e.catalogUri, name: e.catalogName, warehouse: e.catalogWarehouse });
+  try {
+    const id = refSnapshotId((await catalog.loadTable(parseIdentifier(table))).metadata, 'main');
+    assert.ok(id !== undefined, `${table} has a snapshot`);
+    return id;
+  } finally {
+    await catalog.close();
+  }
+}
+
+test('replay runbook: roll the table back to a snapshot, offsets to what it holds, resume: every record exactly once', { timeout: TIMEOUT }, async (t) => {
+  const res = await e2eResources(t);
+  const topic = unique('replay-src');
+  const controlTopic = unique('replay-control');
+  const table = `${uniqueIdent('replay')}.events`;
+  res.topics.push(topic, controlTopic);
+  res.tables.push(table);
+  const connector = sinkConnector({
+    name: unique('replay'),
+    topics: topic,
+    controlTopic,
+    config: { ...SCHEMALESS_JSON, 'iceberg.tables': table, 'iceberg.tables.auto-create-enabled': 'true', 'iceberg.control.commit.interval-ms': '1500' },
+  });
+
+  const first = await produceJson(topic, PARTITIONS, records(0, 40));
+  const w1 = startWorker({ connectors: [connector] });
+  res.workers.push(w1);
+  await waitCommitted(w1, table, 40);
+  const afterFirst = await mainHead(table);
+  const second = await produceJson(topic, PARTITIONS, records(40, 40));
+  await waitCommitted(w1, table, 80);
+  const third = await produceJson(topic, PARTITIONS, records(80, 40));
+  await waitCommitted(w1, table, 120);
+  const beforeReplay = await mainHead(table);
+  assert.notEqual(beforeReplay, afterFirst, 'the later batches are in later snapshots');
+
+  const replay = (): ReturnType<typeof spawnSync> =>
+    spawnSync(process.execPath, [CLI, 'replay', join(w1.dir, 'worker.properties'), join(w1.dir, `${connector.name}.json`), '--table', table, '--snapshot', String(afterFirst)], {
+      cwd: w1.dir,
+      encoding: 'utf8',
+      timeout: 120_000,
+    });
+  // While the worker consumes, the runbook refuses and changes nothing.
+  const early = replay();
+  assert.equal(early.status, 1, `refused while running: ${String(early.stderr)}`);
+  assert.match(String(early.stderr), /has \d+ live member\(s\): stop the connector/);
+  assert.equal(await mainHead(table), beforeReplay, 'the table is as it was');
+
+  await stopWorker(w1);
+  const run = replay();
+  assert.equal(run.status, 0, `icefloe replay: ${String(run.stderr)}`);
+  const report = JSON.parse(String(run.stdout)) as { snapshotId: string; replaced: string; offsets: { topic: string; partition: number; offset: string }[] };
+  assert.equal(report.snapshotId, String(afterFirst));
+  assert.equal(report.replaced, String(beforeReplay));
+  const expected = endOffsets(first);
+  assert.deepEqual(
+    report.offsets.map((o) => [o.topic, o.partition, o.offset]).sort(),
+    [...expected].map(([p, o]) => [topic, p, String(o)]).sort(),
+    'each partition restarts just after the first batch',
+  );
+  // Rolled back: the table holds the first batch, once, and nothing else.
+  await assertExactlyOnce(table, first);
+  // Run again (an operator unsure whether it went through): it finds its own mark and changes nothing more.
+  const again = replay();
+  assert.equal(again.status, 0, `a second run: ${String(again.stderr)}`);
+  assert.equal((JSON.parse(String(again.stdout)) as { replaySnapshotId: string }).replaySnapshotId, String(await mainHead(table)));
+
+  const fourth = await produceJson(topic, PARTITIONS, records(120, 20));
+  const w2 = startWorker({ connectors: [connector], dir: w1.dir });
+  res.workers.push(w2);
+  await waitCommitted(w2, table, 100, 180_000);
+  await stopWorker(w2);
+  const all = [...first, ...second, ...third, ...fourth];
+  await assertExactlyOnce(table, all);
+  assert.equal(await duckdbCount(table), all.length, 'DuckDB counts the same rows');
+});
