@@ -16,13 +16,16 @@ function step(id: string, title: string, method: string, path: (ctx: RunContext)
 
 const c = (role: Role, rest = ''): ((ctx: RunContext) => string) => (ctx) => `/connectors/${ctx.enc(role)}${rest}`;
 const at = (p: string): (() => string) => () => p;
-const create = (role: Role, extra: Record<string, unknown> = {}) => (ctx: RunContext) => ({ name: ctx.names[role], config: ctx.side.validConfig(ctx.topic), ...extra });
+const create = (role: Role, extra: Record<string, unknown> = {}) => (ctx: RunContext) => ({ name: ctx.names[role], config: ctx.side.validConfig(ctx.topic, ctx.names[role]), ...extra });
 const plugin = (ctx: RunContext): string => `/connector-plugins/${encodeURIComponent(ctx.side.connectorClass)}`;
 const running = (role: Role) => (ctx: RunContext) => waitForState(ctx, role, 'RUNNING', 1);
 const INFO = { dicts: ['config'] };
 const simpleName = (ctx: RunContext): string => ctx.side.connectorClass.slice(ctx.side.connectorClass.lastIndexOf('.') + 1);
 const withoutClass = (config: Record<string, string>): Record<string, string> => Object.fromEntries(Object.entries(config).filter(([k]) => k !== 'connector.class'));
-const offsetsPatch = (ctx: RunContext): unknown => ({ offsets: [{ partition: { kafka_topic: ctx.topic, kafka_partition: 0 }, offset: { kafka_offset: 1 } }] });
+/** The records the suite's topic holds before the sequence (test/e2e/rest-conformance.test.ts produces them). */
+export const RECORDS = 5;
+const offsetsAt = (offset: number) => (ctx: RunContext): unknown => ({ offsets: [{ partition: { kafka_topic: ctx.topic, kafka_partition: 0 }, offset: { kafka_offset: offset } }] });
+const offsetsPatch = offsetsAt(1);
 
 /** The routes of one connector, each asked for a connector that does not exist. */
 function unknownConnectorSteps(): Step[] {
@@ -60,19 +63,19 @@ function serverAndPluginSteps(): Step[] {
     step('plugin-config-simple-name', 'GET the config definitions by the simple class name', 'GET', (ctx) => `/connector-plugins/${simpleName(ctx)}/config`),
     step('plugin-config-unknown', 'GET the config definitions of an unknown plugin', 'GET', at('/connector-plugins/org.example.NoSuchConnector/config')),
     step('validate-valid', 'validate a valid config', 'PUT', (ctx) => `${plugin(ctx)}/config/validate`, {
-      body: (ctx) => ({ 'connector.class': ctx.side.connectorClass, name: ctx.names.main, ...ctx.side.validConfig(ctx.topic) }),
+      body: (ctx) => ({ 'connector.class': ctx.side.connectorClass, name: ctx.names.main, ...ctx.side.validConfig(ctx.topic, ctx.names.main) }),
     }),
     step('validate-invalid', 'validate an invalid config (200, error_count > 0)', 'PUT', (ctx) => `${plugin(ctx)}/config/validate`, {
-      body: (ctx) => ({ name: ctx.names.main, ...ctx.side.invalidConfig(ctx.topic) }),
+      body: (ctx) => ({ name: ctx.names.main, ...ctx.side.invalidConfig(ctx.topic, ctx.names.main) }),
     }),
     step('validate-simple-name', 'validate with the simple class name in the path', 'PUT', (ctx) => `/connector-plugins/${simpleName(ctx)}/config/validate`, {
-      body: (ctx) => ({ ...ctx.side.validConfig(ctx.topic), name: ctx.names.main }),
+      body: (ctx) => ({ ...ctx.side.validConfig(ctx.topic, ctx.names.main), name: ctx.names.main }),
     }),
     step('validate-class-mismatch', 'validate with connector.class different from the path plugin', 'PUT', (ctx) => `${plugin(ctx)}/config/validate`, {
-      body: (ctx) => ({ ...ctx.side.validConfig(ctx.topic), 'connector.class': 'org.example.OtherConnector', name: ctx.names.main }),
+      body: (ctx) => ({ ...ctx.side.validConfig(ctx.topic, ctx.names.main), 'connector.class': 'org.example.OtherConnector', name: ctx.names.main }),
     }),
     step('validate-no-class', 'validate a config without connector.class', 'PUT', (ctx) => `${plugin(ctx)}/config/validate`, {
-      body: (ctx) => ({ ...withoutClass(ctx.side.validConfig(ctx.topic)), name: ctx.names.main }),
+      body: (ctx) => ({ ...withoutClass(ctx.side.validConfig(ctx.topic, ctx.names.main)), name: ctx.names.main }),
     }),
   ];
 }
@@ -80,20 +83,20 @@ function serverAndPluginSteps(): Step[] {
 function createSteps(): Step[] {
   return [
     step('list-empty', 'GET /connectors before this run created any', 'GET', at('/connectors'), { connectorList: true }),
-    step('create-invalid', 'POST a connector whose config is invalid', 'POST', at('/connectors'), { body: (ctx) => ({ name: ctx.names.probe, config: ctx.side.invalidConfig(ctx.topic) }) }),
+    step('create-invalid', 'POST a connector whose config is invalid', 'POST', at('/connectors'), { body: (ctx) => ({ name: ctx.names.probe, config: ctx.side.invalidConfig(ctx.topic, ctx.names.probe) }) }),
     step('create-no-class', 'POST a connector without connector.class', 'POST', at('/connectors'), {
-      body: (ctx) => ({ name: ctx.names.probe, config: withoutClass(ctx.side.validConfig(ctx.topic)) }),
+      body: (ctx) => ({ name: ctx.names.probe, config: withoutClass(ctx.side.validConfig(ctx.topic, ctx.names.probe)) }),
     }),
     step('create-unknown-class', 'POST a connector whose connector.class does not exist', 'POST', at('/connectors'), {
-      body: (ctx) => ({ name: ctx.names.probe, config: { ...ctx.side.validConfig(ctx.topic), 'connector.class': 'org.example.NoSuchConnector' } }),
+      body: (ctx) => ({ name: ctx.names.probe, config: { ...ctx.side.validConfig(ctx.topic, ctx.names.probe), 'connector.class': 'org.example.NoSuchConnector' } }),
     }),
     step('create-name-mismatch', 'POST with config.name different from name', 'POST', at('/connectors'), {
-      body: (ctx) => ({ name: ctx.names.probe, config: { ...ctx.side.validConfig(ctx.topic), name: `${ctx.names.probe}-other` } }),
+      body: (ctx) => ({ name: ctx.names.probe, config: { ...ctx.side.validConfig(ctx.topic, ctx.names.probe), name: `${ctx.names.probe}-other` } }),
     }),
-    step('create-no-name', 'POST without name', 'POST', at('/connectors'), { body: (ctx) => ({ config: ctx.side.validConfig(ctx.topic) }) }),
+    step('create-no-name', 'POST without name', 'POST', at('/connectors'), { body: (ctx) => ({ config: ctx.side.validConfig(ctx.topic, ctx.names.probe) }) }),
     step('create-no-config', 'POST without config', 'POST', at('/connectors'), { body: (ctx) => ({ name: ctx.names.probe }) }),
     step('create-null-value', 'POST with a null config value', 'POST', at('/connectors'), {
-      body: (ctx) => ({ name: ctx.names.probe, config: { ...ctx.side.validConfig(ctx.topic), 'errors.log.enable': null } }),
+      body: (ctx) => ({ name: ctx.names.probe, config: { ...ctx.side.validConfig(ctx.topic, ctx.names.probe), 'errors.log.enable': null } }),
     }),
     step('create-bad-initial-state', 'POST with initial_state BOGUS', 'POST', at('/connectors'), { body: create('probe', { initial_state: 'BOGUS' }) }),
     step('create-bad-json', 'POST malformed JSON', 'POST', at('/connectors'), { rawBody: '{"name": "x", "config": {' }),
@@ -110,7 +113,7 @@ function createSteps(): Step[] {
     step('create-paused', 'POST with initial_state PAUSED', 'POST', at('/connectors'), { body: create('paused', { initial_state: 'PAUSED' }), ...INFO }),
     step('create-stopped', 'POST with initial_state STOPPED', 'POST', at('/connectors'), { body: create('stopped', { initial_state: 'STOPPED' }), ...INFO }),
     step('put-create', 'PUT the config of a new connector whose name needs percent-encoding (201)', 'PUT', c('odd', '/config'), {
-      body: (ctx) => ctx.side.validConfig(ctx.topic),
+      body: (ctx) => ctx.side.validConfig(ctx.topic, ctx.names.odd),
       ...INFO,
     }),
   ];
@@ -150,7 +153,7 @@ function readSteps(): Step[] {
 }
 
 function configWriteSteps(): Step[] {
-  const cfg = (ctx: RunContext): Record<string, unknown> => ctx.side.validConfig(ctx.topic);
+  const cfg = (ctx: RunContext): Record<string, unknown> => ctx.side.validConfig(ctx.topic, ctx.names.main);
   return [
     step('put-update', 'PUT the config of an existing connector (200)', 'PUT', c('main', '/config'), { body: (ctx) => ({ ...cfg(ctx), 'errors.log.enable': 'true' }), ...INFO }),
     step('put-json-number', 'PUT with tasks.max as a JSON number and a boolean value', 'PUT', c('main', '/config'), {
@@ -159,9 +162,9 @@ function configWriteSteps(): Step[] {
     }),
     step('config-after-number', 'GET the config after the JSON number (stored as strings)', 'GET', c('main', '/config'), { dicts: [''] }),
     step('put-name-mismatch', 'PUT a config whose name differs from the URL', 'PUT', c('main', '/config'), { body: (ctx) => ({ ...cfg(ctx), name: `${ctx.names.main}-other` }) }),
-    step('put-invalid', 'PUT an invalid config', 'PUT', c('main', '/config'), { body: (ctx) => ctx.side.invalidConfig(ctx.topic) }),
+    step('put-invalid', 'PUT an invalid config', 'PUT', c('main', '/config'), { body: (ctx) => ctx.side.invalidConfig(ctx.topic, ctx.names.main) }),
     step('put-no-class', 'PUT a config without connector.class', 'PUT', c('main', '/config'), {
-      body: (ctx) => withoutClass(ctx.side.validConfig(ctx.topic)),
+      body: (ctx) => withoutClass(ctx.side.validConfig(ctx.topic, ctx.names.main)),
     }),
     step('put-null-value', 'PUT a config with a null value', 'PUT', c('main', '/config'), { body: (ctx) => ({ ...cfg(ctx), 'errors.log.enable': null }) }),
     step('put-bad-json', 'PUT malformed JSON', 'PUT', c('main', '/config'), { rawBody: '{"connector.class": ' }),
@@ -206,7 +209,8 @@ function stateSteps(): Step[] {
     step('offsets-patch-bad-partition', 'PATCH offsets with a partition that is not a number', 'PATCH', c('main', '/offsets'), {
       body: (ctx) => ({ offsets: [{ partition: { kafka_topic: ctx.topic, kafka_partition: 'zero' }, offset: { kafka_offset: 1 } }] }),
     }),
-    step('offsets-patch', 'PATCH offsets while STOPPED (200)', 'PATCH', c('main', '/offsets'), { body: offsetsPatch }),
+    step('offsets-patch', 'PATCH offsets while STOPPED to the committed offset (200)', 'PATCH', c('main', '/offsets'), { body: offsetsAt(RECORDS) }),
+    step('offsets-patch-back', 'PATCH offsets while STOPPED back to offset 1 (re-delivers records the sink already wrote)', 'PATCH', c('main', '/offsets'), { body: offsetsAt(1) }),
     step('offsets-after-patch', 'GET offsets after the PATCH', 'GET', c('main', '/offsets')),
     step('offsets-patch-null', 'PATCH an offset to null (reset one partition)', 'PATCH', c('main', '/offsets'), {
       body: (ctx) => ({ offsets: [{ partition: { kafka_topic: ctx.topic, kafka_partition: 0 }, offset: null }] }),

@@ -1,12 +1,11 @@
 /**
  * The two sides of the REST conformance suite (test/e2e/rest-conformance.test.ts): the stack's reference
- * Kafka Connect worker running the file sink, and an Icefloe standalone worker serving the API on a free
- * port and running our Iceberg sink on the stack's catalog and S3. Each gives the suite a valid config, an
- * invalid one (the same framework key broken on both: `tasks.max`), a logger and a way to wait until a
+ * Kafka Connect worker running the file sink, and an Icefloe standalone worker serving the API and
+ * running our Iceberg sink on the stack's catalog and S3. Each gives the suite a valid config, an invalid one (the same framework key broken on both: `tasks.max`), a logger and a way to wait until a
  * connector's consumer group is empty.
  */
+import { createHash } from 'node:crypto';
 import { join } from 'node:path';
-import { createServer } from 'node:net';
 import type { KafkaJS } from '@confluentinc/kafka-javascript';
 import { poll } from './connect-conformance.ts';
 import type { Side } from './connect-conformance.ts';
@@ -44,42 +43,41 @@ export function connectSide(admin: KafkaJS.Admin, dir: string): Side {
 export interface IcefloeSideOptions {
   readonly baseUrl: string;
   readonly admin: KafkaJS.Admin;
-  /** The Iceberg table every connector of the run writes (`namespace.table`). */
-  readonly table: string;
-  /** The control topic the connectors share. */
-  readonly controlTopic: string;
+  /** The Iceberg namespace of the run: each connector writes its own table there. */
+  readonly namespace: string;
+  /** The run's control topic prefix: each connector has its own control topic. */
+  readonly controlPrefix: string;
   readonly logger: string;
+  /** Told every table and control topic a config names, for the test to drop them afterwards. */
+  readonly onResource: (kind: 'table' | 'topic', name: string) => void;
 }
 
-/** Icefloe: our Iceberg sink on the stack's REST catalog and S3, schemaless JSON records. */
+/**
+ * Icefloe: our Iceberg sink on the stack's REST catalog and S3, schemaless JSON records. Each connector
+ * gets its own table and control topic: connectors sharing them would wait on each other's commits (a
+ * stopped connector's offsets cannot move while its control topic holds announcements it has not applied).
+ */
 export function icefloeSide(o: IcefloeSideOptions): Side {
-  const base = (topic: string): Record<string, string> =>
-    sinkConnector({
-      name: 'unused',
+  const base = (topic: string, connector: string): Record<string, string> => {
+    const id = createHash('sha256').update(connector).digest('hex').slice(0, 12);
+    const table = `${o.namespace}.t_${id}`;
+    const controlTopic = `${o.controlPrefix}-${id}`;
+    o.onResource('table', table);
+    o.onResource('topic', controlTopic);
+    return sinkConnector({
+      name: connector,
       topics: topic,
-      controlTopic: o.controlTopic,
-      config: { ...SCHEMALESS_JSON, 'iceberg.tables': o.table, 'iceberg.tables.auto-create-enabled': 'true', 'iceberg.control.commit.interval-ms': '1000' },
+      controlTopic,
+      config: { ...SCHEMALESS_JSON, 'iceberg.tables': table, 'iceberg.tables.auto-create-enabled': 'true', 'iceberg.control.commit.interval-ms': '1000' },
     }).config;
+  };
   return {
     label: 'icefloe',
     baseUrl: o.baseUrl,
     connectorClass: ICEBERG_SINK,
     validConfig: base,
-    invalidConfig: (topic) => ({ ...base(topic), 'tasks.max': 'many' }),
+    invalidConfig: (topic, connector) => ({ ...base(topic, connector), 'tasks.max': 'many' }),
     logger: o.logger,
     awaitGroupEmpty: groupEmpty(o.admin),
   };
-}
-
-/** A TCP port nothing listens on right now (the OS picks it), for a worker's `listeners`. */
-export async function freePort(): Promise<number> {
-  return await new Promise((resolve, reject) => {
-    const srv = createServer();
-    srv.once('error', reject);
-    srv.listen(0, '127.0.0.1', () => {
-      const addr = srv.address();
-      const port = typeof addr === 'object' && addr !== null ? addr.port : 0;
-      srv.close(() => resolve(port));
-    });
-  });
 }

@@ -29,10 +29,13 @@ export interface Side {
   readonly baseUrl: string;
   /** The connector class the sequence creates, validates and asks the plugin config of. */
   readonly connectorClass: string;
-  /** A connector config (without `name`) that the worker accepts and runs, consuming `topic`. */
-  validConfig(topic: string): Record<string, string>;
+  /**
+   * A config (without `name`) for `connector` that the worker accepts and runs, consuming `topic`; the
+   * same for every call with the same connector (a PUT of it changes nothing).
+   */
+  validConfig(topic: string, connector: string): Record<string, string>;
   /** A config of the same class that validation rejects (create answers 400, validate error_count > 0). */
-  invalidConfig(topic: string): Record<string, string>;
+  invalidConfig(topic: string, connector: string): Record<string, string>;
   /**
    * A logger that exists from the worker's start and that nobody sets (GET /admin/loggers/{name}: its
    * effective level, last_modified null). The PUT steps set `<logger>.conformance.<run prefix>` instead,
