@@ -4,7 +4,9 @@
  * Kafka Connect worker, and the answers are compared step by step: status code, media type, JSON shape.
  *
  * Two runs against the reference worker (each with its own connector names) must agree: this proves the
- * sequence is deterministic, so any difference found against Icefloe is Icefloe's. Set
+ * sequence is deterministic, so any difference found against Icefloe is Icefloe's. Then the same
+ * sequence goes to an Icefloe standalone worker serving the API (`listeners`), running our Iceberg sink,
+ * and must answer with the reference's status codes and shapes. Set
  * ICEFLOE_CONFORMANCE_OUT=<file> to keep the recordings as JSON (docs/design/rest-conformance.md was
  * written from them).
  */
@@ -18,8 +20,12 @@ import { join } from 'node:path';
 import { KafkaJS } from '@confluentinc/kafka-javascript';
 import { compareRecordings, deleteRunConnectors, formatMismatches, makeContext, runSequence } from '../helpers/connect-conformance.ts';
 import type { Recording, Side, Step } from '../helpers/connect-conformance.ts';
-import { conformanceSequence } from '../helpers/connect-conformance-sequence.ts';
-import { connectSide } from '../helpers/connect-conformance-sides.ts';
+import { conformanceSequence, RECORDS } from '../helpers/connect-conformance-sequence.ts';
+import { connectSide, icefloeSide } from '../helpers/connect-conformance-sides.ts';
+import { poll } from '../helpers/connect-conformance.ts';
+import { e2eResources, uniqueIdent } from '../helpers/sink-e2e.ts';
+import { unique } from '../helpers/kafka.ts';
+import { startWorker } from '../helpers/worker.ts';
 import { connectWorkerUrl, requireReachable, stackEndpoints } from '../helpers/stack.ts';
 
 interface Fixture {
@@ -44,7 +50,7 @@ async function fixture(t: TestContext): Promise<Fixture> {
   await admin.createTopics({ topics: [{ topic, numPartitions: 1 }] });
   const producer = kafka.producer();
   await producer.connect();
-  await producer.send({ topic, messages: Array.from({ length: 5 }, (_, i) => ({ value: JSON.stringify({ id: i, name: `n${i}` }) })) });
+  await producer.send({ topic, messages: Array.from({ length: RECORDS }, (_, i) => ({ value: JSON.stringify({ id: i, name: `n${i}` }) })) });
   await producer.disconnect();
   return { admin, topic, dir };
 }
@@ -77,4 +83,32 @@ test('REST conformance: the sequence answers alike on two runs against the refer
   for (const [id, code] of Object.entries({ create: 201, 'put-create': 201, 'put-update': 200, pause: 202, stop: 204, 'offsets-patch': 200, 'offsets-delete': 200, 'delete-main': 204 })) {
     assert.equal(status.get(id), code, `reference step ${id}`);
   }
+});
+
+test('REST conformance: Icefloe answers every step with the reference worker\'s status code and JSON shape', { timeout: 600_000 }, async (t) => {
+  const f = await fixture(t);
+  const res = await e2eResources(t);
+  // No connector files and no --exit-on-failure: the worker is driven through its REST API only.
+  const worker = startWorker({ connectors: [], args: [] });
+  res.workers.push(worker);
+  const baseUrl = await worker.restUrl();
+  await poll('the Icefloe REST API healthy', async () => ((await fetch(`${baseUrl}/health`)).status === 200 ? true : undefined), 60_000);
+
+  const steps = conformanceSequence();
+  const reference = await record(t, connectSide(f.admin, f.dir), f.topic, steps, 'ref');
+  const ours = await record(t, icefloeSide({
+    baseUrl,
+    admin: f.admin,
+    namespace: uniqueIdent('conformance'),
+    controlPrefix: unique('conformance-control'),
+    // Icefloe answers to the Java names operators use for the same work (src/runtime/loggers.ts).
+    logger: 'org.apache.kafka.connect.runtime.Worker',
+    onResource: (kind, name) => {
+      const list = kind === 'table' ? res.tables : res.topics;
+      if (!list.includes(name)) list.push(name);
+    },
+  }), f.topic, steps, 'ice');
+  keep(steps, [reference, ours]);
+  const mismatches = compareRecordings(steps, reference, ours);
+  assert.deepEqual(mismatches, [], formatMismatches(mismatches, reference, ours));
 });
