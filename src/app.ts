@@ -15,7 +15,7 @@ import type { ClientSettings } from './consume/confluent/index.ts';
 import { sourceOffsetReset } from './consume/confluent/index.ts';
 import { ConfluentSchemaResolver, registryOptionsFromConverterProps } from './decode/registry/schema-registry.ts';
 import { fork } from 'node:child_process';
-import { mkdirSync, readFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, statSync } from 'node:fs';
 import { dirname, resolve as resolvePath } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import pino from 'pino';
@@ -173,9 +173,11 @@ function restAuth(c: CatalogConfig): RestAuthConfig {
   return { type: 'none' };
 }
 
-function catalogFor(c: CatalogConfig, store: ObjectStore): Catalog {
+function catalogFor(c: CatalogConfig, store: ObjectStore, probe = false): Catalog {
   if (c.type === 'rest') {
-    return new RestCatalog({ uri: c.uri, name: c.name, ...(c.warehouse === null ? {} : { warehouse: c.warehouse }), auth: restAuth(c), properties: c.props });
+    // A validation probe asks once, inside its time box: retries would hide the real cause behind a time-out.
+    const quick = probe ? { readRetry: { maxAttempts: 1 }, requestTimeoutMs: 3_000 } : {};
+    return new RestCatalog({ uri: c.uri, name: c.name, ...(c.warehouse === null ? {} : { warehouse: c.warehouse }), auth: restAuth(c), properties: c.props, ...quick });
   }
   const warehouse = c.warehouse;
   if (warehouse === null) throw new ConfigError('iceberg.catalog.warehouse is required for a SQL catalog');
@@ -468,8 +470,17 @@ async function serverInfo(settings: ClientSettings): Promise<ServerInfo> {
 function buildCommit(): string {
   try {
     const root = resolvePath(dirname(fileURLToPath(import.meta.url)), '..');
-    const head = readFileSync(resolvePath(root, '.git', 'HEAD'), 'utf8').trim();
-    const sha = head.startsWith('ref: ') ? readFileSync(resolvePath(root, '.git', head.slice(5)), 'utf8').trim() : head;
+    let gitDir = resolvePath(root, '.git');
+    // A worktree's .git is a file naming its git directory; its branches live in the common directory.
+    if (statSync(gitDir).isFile()) gitDir = resolvePath(root, readFileSync(gitDir, 'utf8').replace(/^gitdir:\s*/, '').trim());
+    const common = existsSync(resolvePath(gitDir, 'commondir')) ? resolvePath(gitDir, readFileSync(resolvePath(gitDir, 'commondir'), 'utf8').trim()) : gitDir;
+    const head = readFileSync(resolvePath(gitDir, 'HEAD'), 'utf8').trim();
+    let sha = head;
+    if (head.startsWith('ref: ')) {
+      const ref = head.slice(5);
+      const loose = [resolvePath(gitDir, ref), resolvePath(common, ref)].find((f) => existsSync(f));
+      sha = loose !== undefined ? readFileSync(loose, 'utf8').trim() : (readFileSync(resolvePath(common, 'packed-refs'), 'utf8').split('\n').find((l) => l.endsWith(` ${ref}`))?.split(' ')[0] ?? '');
+    }
     return /^[0-9a-f]{40}$/.test(sha) ? sha.slice(0, 16) : 'unknown';
   } catch {
     return 'unknown';
@@ -491,6 +502,19 @@ async function serveRest(herder: StandaloneHerder, worker: WorkerConfig, log: Lo
   const listeners = await startRestListeners(r, server.handler);
   log.info('REST API listening', { urls: listeners.urls, workerId: listeners.workerId, basicAuth: auth !== undefined });
   return listeners;
+}
+
+/** What validation's catalog probe opens: the catalog with one quick try, closed with its store. */
+function probeTarget(c: CatalogConfig): { listNamespaces(): Promise<unknown>; close(): Promise<void> } {
+  const store = objectStore(c);
+  const catalog = catalogFor(c, store, true);
+  return {
+    listNamespaces: () => catalog.listNamespaces(),
+    async close() {
+      await catalog.close().catch(() => undefined);
+      await store.close().catch(() => undefined);
+    },
+  };
 }
 
 /** Why the standalone command ends when a connector could not start (--exit-on-failure). */
@@ -518,7 +542,11 @@ function inProcessTaskHandle(spec: TaskSpec, log: Logger, onAnnounced: () => voi
   return {
     taskId,
     done,
-    state: () => (task === undefined ? { state: 'UNASSIGNED' } : { state: task.state, ...(task.trace === undefined ? {} : { trace: task.trace }) }),
+    state: () => {
+      if (task === undefined) return { state: 'UNASSIGNED' };
+      const note = task.progressNote;
+      return { state: task.state, ...(task.trace === undefined ? {} : { trace: task.trace }), ...(note === undefined ? {} : { note }) };
+    },
     stop: async () => {
       (await started).task.stop();
     },
@@ -597,7 +625,7 @@ export async function runStandalone(options: StandaloneOptions): Promise<Standal
   const plugins = new ConnectorPlugins({ icefloeVersion: packageVersion() });
   const providers = configProviders(worker.configProviders, providerIO(options.env ?? {}));
   const parseOptions = worker.defaultCatalogProps === undefined ? {} : { defaultCatalog: worker.defaultCatalogProps };
-  const validation: ValidationDeps = { plugins, providers, ...parseOptions, catalogProbe: catalogProbe((c) => catalogFor(c, objectStore(c))) };
+  const validation: ValidationDeps = { plugins, providers, ...parseOptions, catalogProbe: catalogProbe(probeTarget) };
   levels.onChange((l) => {
     tracker.apply(l);
     sw.setTaskLogLevel(l.task);

@@ -3,11 +3,13 @@
 
 # Debian packages: the librdkafka build dependencies of @confluentinc/kafka-javascript; Java 17 (Kafka,
 # the REST catalog, Spark: JAVA17_HOME) and Maven (`mvn` copies the services' jars from Maven Central,
-# lib/common.sh maven_copy_deps); PostgreSQL and Redis for the stack; and the basics the scripts call.
+# lib/common.sh maven_copy_deps), as the JDK because the Connect client test's driver runs from source
+# (test/clients/sourcelab/Driver.java needs the compiler module); PostgreSQL and Redis for the stack; and
+# the basics the scripts call.
 ICEFLOE_APT_PACKAGES=(
   zlib1g-dev libssl-dev libzstd-dev liblz4-dev libsasl2-dev libcurl4-openssl-dev pkg-config
   g++ make python3 python3-venv curl ca-certificates
-  openjdk-17-jre-headless maven
+  openjdk-17-jdk-headless maven
   postgresql redis-server
 )
 

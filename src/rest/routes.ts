@@ -73,9 +73,16 @@ function requiredBody(ctx: RouteContext, what: string): unknown {
 
 const INITIAL_STATES: Readonly<Record<string, TargetState>> = { RUNNING: 'STARTED', PAUSED: 'PAUSED', STOPPED: 'STOPPED' };
 
-/** `Location: /connectors/<name>`, absolute as JAX-RS resolves it against the request's base URI. */
+/** Characters a URI path keeps as they are (RFC 3986 sub-delims, ':', '@', '/'), which encodeURIComponent escapes. */
+const PATH_KEEPS: Readonly<Record<string, string>> = { '%24': '$', '%26': '&', '%2B': '+', '%2C': ',', '%3B': ';', '%3D': '=', '%3A': ':', '%40': '@', '%2F': '/' };
+
+/**
+ * `Location: /connectors/<name>`, absolute as JAX-RS resolves it against the request's base URI, the
+ * name encoded as UriBuilder.path does (`a b->c` → `a%20b-%3Ec`).
+ */
 function connectorLocation(ctx: RouteContext, name: string): Record<string, string> {
-  return { location: ctx.urlOf(`/connectors/${encodeURIComponent(name).replace(/%2F/gi, '/')}`) };
+  const path = encodeURIComponent(name).replace(/%(24|26|2B|2C|3B|3D|3A|40|2F)/gi, (m) => PATH_KEEPS[m.toUpperCase()] ?? m);
+  return { location: ctx.urlOf(`/connectors/${path}`) };
 }
 
 async function createConnector(ctx: RouteContext): Promise<Reply> {

@@ -463,7 +463,9 @@ function taskState(t: ConnectorStatus['tasks'][number], worker_id: string, resta
   // A task that ended cleanly (stopping) is between incarnations: Connect says UNASSIGNED.
   const known: readonly TaskRunState[] = ['UNASSIGNED', 'RUNNING', 'PAUSED', 'FAILED', 'RESTARTING'];
   const state: TaskRunState = restarting ? 'RESTARTING' : (known.find((k) => k === t.state) ?? 'UNASSIGNED');
-  return { id: t.id, state, worker_id, ...(t.trace === undefined || t.trace === '' ? {} : { trace: t.trace }) };
+  // A FAILED task's trace; otherwise what keeps a running one from progressing, if anything.
+  const trace = t.trace !== undefined && t.trace !== '' ? t.trace : t.note;
+  return { id: t.id, state, worker_id, ...(trace === undefined || trace === '' ? {} : { trace }) };
 }
 
 /**
@@ -473,6 +475,8 @@ function taskState(t: ConnectorStatus['tasks'][number], worker_id: string, resta
 function connectorWhy(s: ConnectorStatus): string | undefined {
   const lines: string[] = [];
   if (s.trace !== undefined) lines.push(s.trace);
+  const f = s.committerFailing;
+  if (f !== undefined) lines.push(`committer rounds failing since ${new Date(f.sinceMs).toISOString()} (${f.count} in a row): ${f.error}`);
   for (const t of s.tables) {
     if (t.state === 'STOPPED') lines.push(`table ${t.table} stopped: ${t.reason === undefined ? 'no reason recorded' : `${t.reason.code}: ${t.reason.message}`}`);
     else if (t.retentionAlarm === true) lines.push(`table ${t.table} cannot commit: its oldest unapplied announcement is ${Math.round((t.unappliedAgeMs ?? 0) / 1000)} s old, near the control topic's retention`);

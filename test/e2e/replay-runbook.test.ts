@@ -6,6 +6,11 @@
  * that held the first batch only and moves the connector's offsets to just after that batch; the table then
  * holds exactly the first batch (PyIceberg); the worker started again — with a fourth batch produced
  * meanwhile — ends with every record in the table exactly once by Kafka coordinates (PyIceberg, DuckDB).
+ *
+ * The same runbook through the REST API on one running worker: offsets cannot change while RUNNING (400,
+ * Connect's text); STOP (204); GET offsets is the group's; PATCH or DELETE back into what the table holds
+ * is refused (400, naming the table); `icefloe replay` while the worker runs the STOPPED connector; resume
+ * (202): every record exactly once.
  */
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
@@ -14,9 +19,10 @@ import { test } from 'node:test';
 import { parseIdentifier } from '../../src/commit/port.ts';
 import { RestCatalog } from '../../src/commit/rest/catalog.ts';
 import { refSnapshotId } from '../../src/commit/model.ts';
+import { writeFileSync } from 'node:fs';
 import { assertExactlyOnce, duckdbCount } from '../helpers/exactly-once.ts';
 import type { Coordinates } from '../helpers/exactly-once.ts';
-import { unique } from '../helpers/kafka.ts';
+import { sleep, unique } from '../helpers/kafka.ts';
 import { e2eResources, produceJson, SCHEMALESS_JSON, sinkConnector, stopWorker, uniqueIdent, waitCommitted } from '../helpers/sink-e2e.ts';
 import { stackEndpoints } from '../helpers/stack.ts';
 import { startWorker } from '../helpers/worker.ts';
@@ -113,4 +119,78 @@ test('replay runbook: roll the table back to a snapshot, offsets to what it hold
   const all = [...first, ...second, ...third, ...fourth];
   await assertExactlyOnce(table, all);
   assert.equal(await duckdbCount(table), all.length, 'DuckDB counts the same rows');
+});
+
+async function call(base: string, method: string, path: string, body?: unknown): Promise<{ status: number; body: unknown }> {
+  const res = await fetch(`${base}${path}`, { method, ...(body === undefined ? {} : { body: JSON.stringify(body), headers: { 'content-type': 'application/json' } }) });
+  const text = await res.text();
+  return { status: res.status, body: text === '' ? undefined : (JSON.parse(text) as unknown) };
+}
+
+async function waitState(base: string, name: string, want: string): Promise<void> {
+  const deadline = Date.now() + 60_000;
+  let last: unknown;
+  while (Date.now() < deadline) {
+    const r = await call(base, 'GET', `/connectors/${name}/status`);
+    last = r.body;
+    const s = r.body as { connector?: { state: string }; tasks?: { state: string }[] } | undefined;
+    if (r.status === 200 && `${s?.connector?.state}:${(s?.tasks ?? []).map((x) => x.state).join(',')}` === want) return;
+    await sleep(250);
+  }
+  throw new Error(`${name}: not ${want} within 60 s; last status ${JSON.stringify(last)}`);
+}
+
+test('replay runbook through the REST API: offsets refused while RUNNING and behind the table; stop, replay, resume: every record exactly once', { timeout: TIMEOUT }, async (t) => {
+  const res = await e2eResources(t);
+  const topic = unique('replay-rest-src');
+  const controlTopic = unique('replay-rest-control');
+  const table = `${uniqueIdent('replay_rest')}.events`;
+  res.topics.push(topic, controlTopic);
+  res.tables.push(table);
+  const connector = sinkConnector({
+    name: unique('replay-rest'),
+    topics: topic,
+    controlTopic,
+    config: { ...SCHEMALESS_JSON, 'iceberg.tables': table, 'iceberg.tables.auto-create-enabled': 'true', 'iceberg.control.commit.interval-ms': '1500' },
+  });
+  const name = connector.name;
+  const w = startWorker({ connectors: [], args: [] });
+  res.workers.push(w);
+  const base = await w.restUrl();
+  assert.equal((await call(base, 'POST', '/connectors', connector)).status, 201);
+  const first = await produceJson(topic, PARTITIONS, records(0, 40));
+  await waitCommitted(w, table, 40);
+  const afterFirst = await mainHead(table);
+  const second = await produceJson(topic, PARTITIONS, records(40, 40));
+  await waitCommitted(w, table, 80);
+
+  const patch = (offsets: unknown): Promise<{ status: number; body: unknown }> => call(base, 'PATCH', `/connectors/${name}/offsets`, { offsets });
+  const back = [0, 1].map((p) => ({ partition: { kafka_topic: topic, kafka_partition: p }, offset: { kafka_offset: 0 } }));
+  const running = await patch(back);
+  assert.equal(running.status, 400);
+  assert.match((running.body as { message: string }).message, /^Connectors must be in the STOPPED state before their offsets can be modified/);
+
+  assert.equal((await call(base, 'PUT', `/connectors/${name}/stop`)).status, 204);
+  await waitState(base, name, 'STOPPED:');
+  const got = (await call(base, 'GET', `/connectors/${name}/offsets`)).body as { offsets: { partition: { kafka_partition: number }; offset: { kafka_offset: number } }[] };
+  assert.deepEqual(got.offsets.map((o) => [o.partition.kafka_partition, o.offset.kafka_offset]).sort(), [[0, 40], [1, 40]], 'the group is past both batches');
+  const behind = await patch(back);
+  assert.equal(behind.status, 400, JSON.stringify(behind.body));
+  assert.match((behind.body as { message: string }).message, new RegExp(`already holds them .*table ${table.replace('.', '\\.')}|table ${table.replace('.', '\\.')} already holds them`));
+  const reset = await call(base, 'DELETE', `/connectors/${name}/offsets`);
+  assert.equal(reset.status, 400, JSON.stringify(reset.body));
+
+  // The runbook: the connector is STOPPED (the worker runs on), so `icefloe replay` may move its offsets.
+  writeFileSync(join(w.dir, 'replay-connector.json'), JSON.stringify(connector));
+  const run = spawnSync(process.execPath, [CLI, 'replay', join(w.dir, 'worker.properties'), join(w.dir, 'replay-connector.json'), '--table', table, '--snapshot', String(afterFirst)], { cwd: w.dir, encoding: 'utf8', timeout: 120_000 });
+  assert.equal(run.status, 0, `icefloe replay: ${run.stderr}`);
+  const after = (await call(base, 'GET', `/connectors/${name}/offsets`)).body as typeof got;
+  assert.deepEqual(after.offsets.map((o) => [o.partition.kafka_partition, o.offset.kafka_offset]).sort(), [[0, 20], [1, 20]], 'just after the first batch');
+  await assertExactlyOnce(table, first);
+
+  assert.equal((await call(base, 'PUT', `/connectors/${name}/resume`)).status, 202);
+  await waitCommitted(w, table, 120, 180_000); // 80 before, then the second batch again
+  await stopWorker(w);
+  await assertExactlyOnce(table, [...first, ...second]);
+  assert.equal(await duckdbCount(table), first.length + second.length, 'DuckDB counts the same rows');
 });

@@ -37,12 +37,12 @@ interface ScriptedTask {
   end(error?: unknown): void;
 }
 
-function rig(options: { stored?: StoredConnector[]; failStart?: () => boolean } = {}) {
+function rig(options: { stored?: StoredConnector[]; failStart?: () => boolean; roundFails?: () => boolean; note?: () => string | undefined } = {}) {
   const tasks: ScriptedTask[] = [];
   let saved: readonly StoredConnector[] = options.stored ?? [];
   const store: ConnectorStore = { load: () => saved, save: (c) => void (saved = structuredClone(c)) };
   const committer = {
-    round: () => Promise.resolve([]),
+    round: () => (options.roundFails?.() === true ? Promise.reject(new Error('catalog http://cat:8181 unreachable: ECONNREFUSED')) : Promise.resolve([])),
     tableStatus: () => [],
     controlStatus: () => ({ readRecords: 0, readBytes: 0, ignoredOtherConnector: 0, ignoredForeign: 0, bufferedRecords: 0, bufferedBytes: 0, behind: false, parkedTables: [] }),
   } as unknown as ConnectorCommitter;
@@ -66,7 +66,10 @@ function rig(options: { stored?: StoredConnector[]; failStart?: () => boolean } 
         done,
         stop: () => Promise.resolve(void ((t.stopped = true), t.end())),
         fail: (m) => Promise.resolve(t.end(new FatalError(m))),
-        state: () => ({ state: t.state }),
+        state: () => {
+          const note = options.note?.();
+          return { state: t.state, ...(note === undefined ? {} : { note }) };
+        },
         pause: () => void (t.state = 'PAUSED'),
         resume: () => void (t.state = 'RUNNING'),
         topics: () => ['orders'],
@@ -222,4 +225,24 @@ test('connectors in the store start with the worker in their stored state; the c
   assert.equal(state(r.herder, 'new'), 'RUNNING:RUNNING,RUNNING');
   assert.equal(state(r.herder, 'off'), 'STOPPED:');
   assert.equal(r.store().find((c) => c.name === 'kept')?.config['tasks.max'], '1');
+});
+
+test('status says why: failing committer rounds in the connector\'s trace, a task\'s reason in its trace while it runs', async (t) => {
+  let failing = false;
+  let note: string | undefined;
+  const r = rig({ roundFails: () => failing, note: () => note });
+  t.after(() => r.herder.stop());
+  await r.herder.start([]);
+  await r.herder.createConnector('orders', { ...CONFIG, 'iceberg.control.commit.interval-ms': '20' }, 'STARTED');
+  await until('running', () => r.herder.connectorNames().includes('orders') && state(r.herder, 'orders') === 'RUNNING:RUNNING,RUNNING');
+  assert.equal(r.herder.connectorStatus('orders').connector.trace, undefined, 'nothing to say while all is well');
+  failing = true;
+  note = 'partitions orders[3] wait for a record\'s schema from the registry (since 2026-12-02T12:03:10.000Z)';
+  await until('the committer failing shows', () => /committer rounds failing since \S+ \(\d+ in a row\): catalog http:\/\/cat:8181 unreachable/.test(r.herder.connectorStatus('orders').connector.trace ?? ''));
+  assert.equal(r.herder.connectorStatus('orders').connector.state, 'RUNNING');
+  assert.equal(r.herder.taskStatus('orders', 0).trace, note);
+  failing = false;
+  note = undefined;
+  await until('cleared by a round that goes through', () => r.herder.connectorStatus('orders').connector.trace === undefined);
+  assert.equal(r.herder.taskStatus('orders', 0).trace, undefined);
 });
