@@ -641,6 +641,7 @@ export async function runStandalone(options: StandaloneOptions): Promise<Standal
     serverInfo: () => serverInfo(settings),
     workerId: () => self.rest?.workerId ?? `${hostname()}:${worker.rest.listeners[0]?.port ?? 8083}`,
     topicTracking: worker.rest.topicTracking,
+    pluginVersion: (cls) => plugins.connector(cls)?.version,
   });
   // Served before the connectors start: /health says `starting` until they have.
   self.rest = await serveRest(herder, worker, log);
