@@ -306,7 +306,18 @@ export interface PositionsCommandOptions {
 }
 
 /** `icefloe positions`: show, re-apply or adopt one table's control positions (coordinate/positions-tool.ts). */
-export async function runPositions(options: PositionsCommandOptions): Promise<PositionsReport> {
+export function runPositions(options: PositionsCommandOptions): Promise<PositionsReport> {
+  return withConnectorTools(options, (deps) => runPositionsTool(deps, options.table, options.action, { holdsGroupOffsets: options.holdsGroupOffsets === true }));
+}
+
+/**
+ * What the table tools (`positions`, `replay`) run with: the connector of a worker properties file and a
+ * connector file, its admin client, catalog and store, closed afterwards.
+ */
+async function withConnectorTools<T>(
+  options: { readonly workerPropertiesPath: string; readonly connectorPath: string; readonly cwd: string; readonly logEnvironment?: LogEnvironment },
+  run: (deps: { connector: ConnectorConfig; admin: ConfluentKafkaAdmin; catalog: Catalog; store: ObjectStore; log: Logger }) => Promise<T>,
+): Promise<T> {
   const worker = parseWorkerProperties(readFileSync(resolvePath(options.cwd, options.workerPropertiesPath), 'utf8'), { baseDir: options.cwd });
   const log = createLogger('warn', {}, resolveLogOutput(worker.logFormat, options.logEnvironment ?? PLAIN_ENVIRONMENT));
   const file = parseConnectorFile(readFileSync(resolvePath(options.cwd, options.connectorPath), 'utf8'), options.connectorPath);
@@ -315,7 +326,7 @@ export async function runPositions(options: PositionsCommandOptions): Promise<Po
   const store = objectStore(connector.catalog);
   const catalog = catalogFor(connector.catalog, store);
   try {
-    return await runPositionsTool({ connector, admin, catalog, store, log }, options.table, options.action, { holdsGroupOffsets: options.holdsGroupOffsets === true });
+    return await run({ connector, admin, catalog, store, log });
   } finally {
     await admin.close().catch(() => undefined);
     await catalog.close().catch(() => undefined);
@@ -334,21 +345,8 @@ export interface ReplayCommandOptions {
 }
 
 /** `icefloe replay`: roll a table back to a snapshot and the connector's offsets with it (coordinate/replay.ts). */
-export async function runReplay(options: ReplayCommandOptions): Promise<ReplayReport> {
-  const worker = parseWorkerProperties(readFileSync(resolvePath(options.cwd, options.workerPropertiesPath), 'utf8'), { baseDir: options.cwd });
-  const log = createLogger('warn', {}, resolveLogOutput(worker.logFormat, options.logEnvironment ?? PLAIN_ENVIRONMENT));
-  const file = parseConnectorFile(readFileSync(resolvePath(options.cwd, options.connectorPath), 'utf8'), options.connectorPath);
-  const connector = parseConnectorConfig(file.config, worker.defaultCatalogProps === undefined ? {} : { defaultCatalog: worker.defaultCatalogProps });
-  const admin = await ConfluentKafkaAdmin.connect({ settings: workerKafkaSettings(worker, worker.adminProps), overrides: connector.adminOverrides });
-  const store = objectStore(connector.catalog);
-  const catalog = catalogFor(connector.catalog, store);
-  try {
-    return await replayTable({ connector, admin, catalog, store, log }, options.table, options.snapshotId);
-  } finally {
-    await admin.close().catch(() => undefined);
-    await catalog.close().catch(() => undefined);
-    await store.close().catch(() => undefined);
-  }
+export function runReplay(options: ReplayCommandOptions): Promise<ReplayReport> {
+  return withConnectorTools(options, (deps) => replayTable(deps, options.table, options.snapshotId));
 }
 
 export interface StandaloneOptions {
@@ -665,6 +663,7 @@ export async function runStandalone(options: StandaloneOptions): Promise<Standal
     serverInfo: () => serverInfo(settings),
     workerId: () => self.rest?.workerId ?? `${hostname()}:${worker.rest.listeners[0]?.port ?? 8083}`,
     topicTracking: worker.rest.topicTracking,
+    pluginVersion: (cls) => plugins.connector(cls)?.version,
   });
   // Served before the connectors start: /health says `starting` until they have.
   self.rest = await serveRest(herder, worker, log);

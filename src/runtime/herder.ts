@@ -50,6 +50,12 @@ export interface StoredConnector {
   readonly name: string;
   readonly config: Readonly<Record<string, string>>;
   readonly target: TargetState;
+  /**
+   * Whether the connector has tasks (Connect's task configs): not until it first runs with target
+   * STARTED, and none again after a stop. A connector created PAUSED shows no tasks until resumed, as in
+   * Connect. Absent: true.
+   */
+  readonly tasks?: boolean;
 }
 
 /** Where the herder keeps its connectors (standalone: a file in the worker's data directory). */
@@ -104,6 +110,8 @@ export interface HerderDeps {
   serverInfo(): Promise<ServerInfo>;
   /** `<advertised host>:<advertised port>` of this worker's REST listener. */
   workerId(): string;
+  /** The version of the connector plugin `connectorClass` names (KIP-891: status entries carry it). */
+  pluginVersion(connectorClass: string): string | undefined;
   readonly topicTracking: { readonly enabled: boolean; readonly allowReset: boolean };
 }
 
@@ -119,6 +127,8 @@ interface Entry {
   readonly restarting: Set<'connector' | number>;
   /** Active topics remembered across task incarnations (Connect keeps them until reset). */
   readonly topics: Set<string>;
+  /** StoredConnector.tasks. */
+  hasTasks: boolean;
 }
 
 export const NOT_STOPPED_FOR_OFFSETS = (name: string): string =>
@@ -143,7 +153,7 @@ export class StandaloneHerder implements HerderApi {
    * started or failed to.
    */
   async start(commandLine: readonly Readonly<Record<string, string>>[]): Promise<void> {
-    for (const s of this.d.store.load()) this.entries.set(s.name, this.newEntry(s.config, s.target));
+    for (const s of this.d.store.load()) this.entries.set(s.name, { ...this.newEntry(s.config, s.target), hasTasks: s.tasks !== false });
     for (const config of commandLine) {
       const name = config['name'] ?? '';
       this.d.parse(config); // a bad file fails the worker's start (a ConfigError), as connect-standalone does
@@ -193,16 +203,18 @@ export class StandaloneHerder implements HerderApi {
     const e = this.entries.get(name);
     if (e === undefined) throw new RequestRefused('not-found', `No status found for connector ${name}`);
     const worker_id = this.d.workerId();
+    const v = this.d.pluginVersion(e.config['connector.class'] ?? '');
+    const version = v === undefined ? {} : { version: v };
     const status = this.d.worker.status().find((s) => s.name === name);
     if (status === undefined) {
-      const state: ConnectorRunState = e.restarting.has('connector') ? 'RESTARTING' : e.startFailure !== undefined ? 'FAILED' : e.target === 'STOPPED' ? 'STOPPED' : 'UNASSIGNED';
-      return { name, connector: { state, worker_id, ...(e.startFailure === undefined ? {} : { trace: e.startFailure }) }, tasks: [], type: 'sink' };
+      const state: ConnectorRunState = e.restarting.has('connector') ? 'RESTARTING' : e.startFailure !== undefined ? 'FAILED' : e.target === 'STOPPED' ? 'STOPPED' : e.target === 'PAUSED' && !e.hasTasks ? 'PAUSED' : 'UNASSIGNED';
+      return { name, connector: { state, worker_id, ...version, ...(e.startFailure === undefined ? {} : { trace: e.startFailure }) }, tasks: [], type: 'sink' };
     }
     const why = connectorWhy(status);
     return {
       name,
-      connector: { state: e.restarting.has('connector') ? 'RESTARTING' : status.state, worker_id, ...(why === undefined ? {} : { trace: why }) },
-      tasks: status.tasks.map((t) => taskState(t, worker_id, e.restarting.has(t.id))).sort((a, b) => a.id - b.id),
+      connector: { state: e.restarting.has('connector') ? 'RESTARTING' : status.state, worker_id, ...version, ...(why === undefined ? {} : { trace: why }) },
+      tasks: status.tasks.map((t) => ({ ...taskState(t, worker_id, e.restarting.has(t.id)), ...version })).sort((a, b) => a.id - b.id),
       type: 'sink',
     };
   }
@@ -412,7 +424,7 @@ export class StandaloneHerder implements HerderApi {
   // ---- the reconcile loop --------------------------------------------------------------------------
 
   private newEntry(config: Readonly<Record<string, string>>, target: TargetState): Entry {
-    return { config, target, startFailure: undefined, runningConfig: undefined, restarting: new Set(), topics: new Set() };
+    return { config, target, startFailure: undefined, runningConfig: undefined, restarting: new Set(), topics: new Set(), hasTasks: target === 'STARTED' };
   }
 
   private known(name: string, notFound: string): Entry {
@@ -423,7 +435,7 @@ export class StandaloneHerder implements HerderApi {
 
   /** The task ids the connector has now: none while STOPPED, failed to start, or not started yet. */
   private taskIds(name: string, e: Entry): number[] {
-    if (e.target === 'STOPPED') return [];
+    if (e.target === 'STOPPED' || !e.hasTasks) return [];
     return this.d.worker.status().find((s) => s.name === name)?.tasks.map((t) => t.id) ?? [];
   }
 
@@ -432,6 +444,9 @@ export class StandaloneHerder implements HerderApi {
     if (e.target === target) return;
     e.target = target;
     e.startFailure = undefined; // a new target is tried afresh
+    // Connect writes empty task configs on a stop and new ones when the connector starts again.
+    if (target === 'STOPPED') e.hasTasks = false;
+    if (target === 'STARTED') e.hasTasks = true;
     this.save();
     void this.reconcile(name);
   }
@@ -444,7 +459,7 @@ export class StandaloneHerder implements HerderApi {
   }
 
   private save(): void {
-    this.d.store.save([...this.entries].map(([name, e]) => ({ name, config: e.config, target: e.target })));
+    this.d.store.save([...this.entries].map(([name, e]) => ({ name, config: e.config, target: e.target, ...(e.hasTasks ? {} : { tasks: false }) })));
   }
 
   private chain(name: string, op: () => Promise<void>): Promise<void> {
@@ -464,7 +479,7 @@ export class StandaloneHerder implements HerderApi {
     const worker = this.d.worker;
     const e = this.entries.get(name);
     const runs = worker.running().includes(name);
-    if (e === undefined || e.target === 'STOPPED') {
+    if (e === undefined || e.target === 'STOPPED' || (e.target === 'PAUSED' && !e.hasTasks)) {
       if (runs) await this.stopRunning(name, e);
       if (e !== undefined) e.runningConfig = undefined;
       return;

@@ -351,7 +351,7 @@ export class StandaloneWorker {
         }
         if (c.failure !== undefined || !restartable(e)) {
           slot.failed = line;
-          log.error(failureLine(line), { ...fields, restarting: false, fix: 'not retried: a restart would fail the same way; fix the cause and start the worker again' });
+          log.error(failureLine(line), { ...fields, restarting: false, fix: `not retried: a restart would fail the same way; fix the cause, then POST /connectors/${c.config.name}/restart?includeTasks=true&onlyFailed=true (or start the worker again)` });
           this.checkAllFailed();
           return;
         }

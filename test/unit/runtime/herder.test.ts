@@ -111,6 +111,7 @@ function rig(options: { adoptFails?: unknown; tableStatus?: () => unknown[]; sto
     serverInfo: () => Promise.resolve({ version: '3.9.0', commit: 'x', kafka_cluster_id: 'c' }),
     workerId: () => '127.0.0.1:8083',
     topicTracking: { enabled: true, allowReset: true },
+    pluginVersion: (cls) => (cls === 'org.apache.iceberg.connect.IcebergSinkConnector' ? '1.11.0' : undefined),
   });
   return { herder, worker, tasks, store: () => saved, offsetsCalls, commitersCreated: () => commitersCreated };
 }
@@ -198,7 +199,14 @@ test('initial_state PAUSED and STOPPED; a connector that cannot start is FAILED 
   await until('running after the restart', () => state(r.herder, 'broken') === 'RUNNING:RUNNING,RUNNING');
 
   await r.herder.createConnector('later', CONFIG, 'PAUSED');
-  await until('created paused', () => r.herder.connectorNames().includes('later') && state(r.herder, 'later') === 'PAUSED:PAUSED,PAUSED');
+  assert.equal(state(r.herder, 'later'), 'PAUSED:', 'created PAUSED: no tasks until resumed, as Connect');
+  assert.equal(r.worker.running().includes('later'), false);
+  assert.deepEqual(r.store().find((c) => c.name === 'later')?.tasks, false);
+  await r.herder.resumeConnector('later');
+  await until('resumed with its tasks', () => state(r.herder, 'later') === 'RUNNING:RUNNING,RUNNING');
+  await r.herder.pauseConnector('later');
+  await until('paused with its tasks', () => state(r.herder, 'later') === 'PAUSED:PAUSED,PAUSED');
+  assert.equal(r.herder.connectorStatus('later').tasks[0]?.version, '1.11.0', 'status entries carry the plugin version (KIP-891)');
   await r.herder.createConnector('off', CONFIG, 'STOPPED');
   assert.equal(state(r.herder, 'off'), 'STOPPED:');
   assert.equal(r.worker.running().includes('off'), false);
@@ -256,12 +264,12 @@ test('status says why: failing committer rounds in the connector\'s trace, a tas
   assert.equal(r.herder.connectorStatus('orders').connector.trace, undefined, 'nothing to say while all is well');
   failing = true;
   note = 'partitions orders[3] wait for a record\'s schema from the registry (since 2026-12-02T12:03:10.000Z)';
-  await until('the committer failing shows', () => /committer rounds failing since \S+ \(\d+ in a row\): catalog http:\/\/cat:8181 unreachable/.test(r.herder.connectorStatus('orders').connector.trace ?? ''));
+  await until('the committer failing shows', () => /committer rounds failing since \S+ \(\d+ in a row\): catalog http:\/\/cat:8181 unreachable/.test(r.herder.connectorStatus('orders').connector.trace ?? ''), 30_000);
   assert.equal(r.herder.connectorStatus('orders').connector.state, 'RUNNING');
   assert.equal(r.herder.taskStatus('orders', 0).trace, note);
   failing = false;
   note = undefined;
-  await until('cleared by a round that goes through', () => r.herder.connectorStatus('orders').connector.trace === undefined);
+  await until('cleared by a round that goes through', () => r.herder.connectorStatus('orders').connector.trace === undefined, 30_000);
   assert.equal(r.herder.taskStatus('orders', 0).trace, undefined);
 });
 
