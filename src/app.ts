@@ -322,11 +322,16 @@ async function withConnectorTools<T>(
   const log = createLogger('warn', {}, resolveLogOutput(worker.logFormat, options.logEnvironment ?? PLAIN_ENVIRONMENT));
   const file = parseConnectorFile(readFileSync(resolvePath(options.cwd, options.connectorPath), 'utf8'), options.connectorPath);
   const connector = parseConnectorConfig(file.config, worker.defaultCatalogProps === undefined ? {} : { defaultCatalog: worker.defaultCatalogProps });
-  const admin = await ConfluentKafkaAdmin.connect({ settings: workerKafkaSettings(worker, worker.adminProps), overrides: connector.adminOverrides });
+  return withConnectorClients(workerKafkaSettings(worker, worker.adminProps), connector, (c) => run({ connector, ...c, log }));
+}
+
+/** The clients a table or offsets operation on one connector needs: its admin client, catalog and store, closed afterwards. */
+async function withConnectorClients<T>(settings: ClientSettings, connector: ConnectorConfig, run: (clients: { admin: ConfluentKafkaAdmin; catalog: Catalog; store: ObjectStore }) => Promise<T>): Promise<T> {
+  const admin = await ConfluentKafkaAdmin.connect({ settings, overrides: connector.adminOverrides });
   const store = objectStore(connector.catalog);
   const catalog = catalogFor(connector.catalog, store);
   try {
-    return await run({ connector, admin, catalog, store, log });
+    return await run({ admin, catalog, store });
   } finally {
     await admin.close().catch(() => undefined);
     await catalog.close().catch(() => undefined);
@@ -426,18 +431,9 @@ const CONNECT_API_VERSION = '3.9.0';
  * where every table of the connector stays consistent with them.
  */
 function herderOffsets(worker: WorkerConfig, settings: ClientSettings, log: Logger): OffsetsPort {
-  const withDeps = async <T>(c: ConnectorConfig, f: (deps: OffsetsDeps) => Promise<T>): Promise<T> => {
-    const admin = await ConfluentKafkaAdmin.connect({ settings, overrides: c.adminOverrides });
-    const store = objectStore(c.catalog);
-    const catalog = catalogFor(c.catalog, store);
+  const withDeps = <T>(c: ConnectorConfig, f: (deps: OffsetsDeps) => Promise<T>): Promise<T> => {
     const offsetReset = sourceOffsetReset(worker.consumerProps, c.consumerOverrides);
-    try {
-      return await f({ admin, catalog, log: log.child({ connector: c.name }), ...(offsetReset === undefined ? {} : { offsetReset }) });
-    } finally {
-      await admin.close().catch(() => undefined);
-      await catalog.close().catch(() => undefined);
-      await store.close().catch(() => undefined);
-    }
+    return withConnectorClients(settings, c, ({ admin, catalog }) => f({ admin, catalog, log: log.child({ connector: c.name }), ...(offsetReset === undefined ? {} : { offsetReset }) }));
   };
   return {
     read: (c) => withDeps(c, (d) => connectorOffsets(d.admin, c)),
@@ -452,21 +448,12 @@ function herderOffsets(worker: WorkerConfig, settings: ClientSettings, log: Logg
  * their own clients, closed after each request.
  */
 function herderTables(settings: ClientSettings, log: Logger): TablesPort {
-  const withDeps = async <T>(c: ConnectorConfig, f: (deps: { admin: ConfluentKafkaAdmin; catalog: Catalog; store: ObjectStore; log: Logger }) => Promise<T>): Promise<T> => {
-    const admin = await ConfluentKafkaAdmin.connect({ settings, overrides: c.adminOverrides });
-    const store = objectStore(c.catalog);
-    const catalog = catalogFor(c.catalog, store);
-    try {
-      return await f({ admin, catalog, store, log: log.child({ connector: c.name }) });
-    } finally {
-      await admin.close().catch(() => undefined);
-      await catalog.close().catch(() => undefined);
-      await store.close().catch(() => undefined);
-    }
-  };
+  type ToolDeps = { connector: ConnectorConfig; admin: ConfluentKafkaAdmin; catalog: Catalog; store: ObjectStore; log: Logger };
+  const withDeps = <T>(c: ConnectorConfig, f: (d: ToolDeps) => Promise<T>): Promise<T> =>
+    withConnectorClients(settings, c, (clients) => f({ connector: c, ...clients, log: log.child({ connector: c.name }) }));
   return {
-    replay: (c, table, snapshotId) => withDeps(c, (d) => replayTable({ connector: c, ...d }, table, snapshotId)),
-    adopt: (c, table, options) => withDeps(c, (d) => runPositionsTool({ connector: c, ...d }, table, 'adopt', { holdsGroupOffsets: options.holdsGroupOffsets })),
+    replay: (c, table, snapshotId) => withDeps(c, (d) => replayTable(d, table, snapshotId)),
+    adopt: (c, table, options) => withDeps(c, (d) => runPositionsTool(d, table, 'adopt', { holdsGroupOffsets: options.holdsGroupOffsets })),
   };
 }
 
