@@ -22,5 +22,7 @@ COPY --from=deps /app/node_modules ./node_modules
 COPY package.json ./
 COPY src ./src
 USER node
+# The Kafka Connect REST API (worker property `listeners`, default http://:8083).
+EXPOSE 8083
 ENTRYPOINT ["/usr/bin/tini", "--", "node", "src/cli.ts"]
 CMD ["help"]

@@ -15,7 +15,7 @@ import type { ClientSettings } from './consume/confluent/index.ts';
 import { sourceOffsetReset } from './consume/confluent/index.ts';
 import { ConfluentSchemaResolver, registryOptionsFromConverterProps } from './decode/registry/schema-registry.ts';
 import { fork } from 'node:child_process';
-import { mkdirSync, readFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, statSync } from 'node:fs';
 import { dirname, resolve as resolvePath } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import pino from 'pino';
@@ -55,7 +55,7 @@ import type { ParentMessage } from './runtime/task-process.ts';
 import { DEFAULT_SESSION_TIMEOUT_MS, checkTaskIdsFree, lingerMs, taskClientId } from './runtime/task-ids.ts';
 import { StandaloneWorker } from './runtime/worker.ts';
 import { StandaloneHerder } from './runtime/herder.ts';
-import type { OffsetsPort } from './runtime/herder.ts';
+import type { OffsetsPort, TablesPort } from './runtime/herder.ts';
 import { ConnectorPlugins } from './runtime/connector-plugins.ts';
 import { alterConnectorOffsets, connectorOffsets, resetConnectorOffsets } from './runtime/connector-offsets.ts';
 import type { OffsetsDeps } from './runtime/connector-offsets.ts';
@@ -306,16 +306,32 @@ export interface PositionsCommandOptions {
 }
 
 /** `icefloe positions`: show, re-apply or adopt one table's control positions (coordinate/positions-tool.ts). */
-export async function runPositions(options: PositionsCommandOptions): Promise<PositionsReport> {
+export function runPositions(options: PositionsCommandOptions): Promise<PositionsReport> {
+  return withConnectorTools(options, (deps) => runPositionsTool(deps, options.table, options.action, { holdsGroupOffsets: options.holdsGroupOffsets === true }));
+}
+
+/**
+ * What the table tools (`positions`, `replay`) run with: the connector of a worker properties file and a
+ * connector file, its admin client, catalog and store, closed afterwards.
+ */
+async function withConnectorTools<T>(
+  options: { readonly workerPropertiesPath: string; readonly connectorPath: string; readonly cwd: string; readonly logEnvironment?: LogEnvironment },
+  run: (deps: { connector: ConnectorConfig; admin: ConfluentKafkaAdmin; catalog: Catalog; store: ObjectStore; log: Logger }) => Promise<T>,
+): Promise<T> {
   const worker = parseWorkerProperties(readFileSync(resolvePath(options.cwd, options.workerPropertiesPath), 'utf8'), { baseDir: options.cwd });
   const log = createLogger('warn', {}, resolveLogOutput(worker.logFormat, options.logEnvironment ?? PLAIN_ENVIRONMENT));
   const file = parseConnectorFile(readFileSync(resolvePath(options.cwd, options.connectorPath), 'utf8'), options.connectorPath);
   const connector = parseConnectorConfig(file.config, worker.defaultCatalogProps === undefined ? {} : { defaultCatalog: worker.defaultCatalogProps });
-  const admin = await ConfluentKafkaAdmin.connect({ settings: workerKafkaSettings(worker, worker.adminProps), overrides: connector.adminOverrides });
+  return withConnectorClients(workerKafkaSettings(worker, worker.adminProps), connector, (c) => run({ connector, ...c, log }));
+}
+
+/** The clients a table or offsets operation on one connector needs: its admin client, catalog and store, closed afterwards. */
+async function withConnectorClients<T>(settings: ClientSettings, connector: ConnectorConfig, run: (clients: { admin: ConfluentKafkaAdmin; catalog: Catalog; store: ObjectStore }) => Promise<T>): Promise<T> {
+  const admin = await ConfluentKafkaAdmin.connect({ settings, overrides: connector.adminOverrides });
   const store = objectStore(connector.catalog);
   const catalog = catalogFor(connector.catalog, store);
   try {
-    return await runPositionsTool({ connector, admin, catalog, store, log }, options.table, options.action, { holdsGroupOffsets: options.holdsGroupOffsets === true });
+    return await run({ admin, catalog, store });
   } finally {
     await admin.close().catch(() => undefined);
     await catalog.close().catch(() => undefined);
@@ -334,21 +350,8 @@ export interface ReplayCommandOptions {
 }
 
 /** `icefloe replay`: roll a table back to a snapshot and the connector's offsets with it (coordinate/replay.ts). */
-export async function runReplay(options: ReplayCommandOptions): Promise<ReplayReport> {
-  const worker = parseWorkerProperties(readFileSync(resolvePath(options.cwd, options.workerPropertiesPath), 'utf8'), { baseDir: options.cwd });
-  const log = createLogger('warn', {}, resolveLogOutput(worker.logFormat, options.logEnvironment ?? PLAIN_ENVIRONMENT));
-  const file = parseConnectorFile(readFileSync(resolvePath(options.cwd, options.connectorPath), 'utf8'), options.connectorPath);
-  const connector = parseConnectorConfig(file.config, worker.defaultCatalogProps === undefined ? {} : { defaultCatalog: worker.defaultCatalogProps });
-  const admin = await ConfluentKafkaAdmin.connect({ settings: workerKafkaSettings(worker, worker.adminProps), overrides: connector.adminOverrides });
-  const store = objectStore(connector.catalog);
-  const catalog = catalogFor(connector.catalog, store);
-  try {
-    return await replayTable({ connector, admin, catalog, store, log }, options.table, options.snapshotId);
-  } finally {
-    await admin.close().catch(() => undefined);
-    await catalog.close().catch(() => undefined);
-    await store.close().catch(() => undefined);
-  }
+export function runReplay(options: ReplayCommandOptions): Promise<ReplayReport> {
+  return withConnectorTools(options, (deps) => replayTable(deps, options.table, options.snapshotId));
 }
 
 export interface StandaloneOptions {
@@ -428,23 +431,29 @@ const CONNECT_API_VERSION = '3.9.0';
  * where every table of the connector stays consistent with them.
  */
 function herderOffsets(worker: WorkerConfig, settings: ClientSettings, log: Logger): OffsetsPort {
-  const withDeps = async <T>(c: ConnectorConfig, f: (deps: OffsetsDeps) => Promise<T>): Promise<T> => {
-    const admin = await ConfluentKafkaAdmin.connect({ settings, overrides: c.adminOverrides });
-    const store = objectStore(c.catalog);
-    const catalog = catalogFor(c.catalog, store);
+  const withDeps = <T>(c: ConnectorConfig, f: (deps: OffsetsDeps) => Promise<T>): Promise<T> => {
     const offsetReset = sourceOffsetReset(worker.consumerProps, c.consumerOverrides);
-    try {
-      return await f({ admin, catalog, log: log.child({ connector: c.name }), ...(offsetReset === undefined ? {} : { offsetReset }) });
-    } finally {
-      await admin.close().catch(() => undefined);
-      await catalog.close().catch(() => undefined);
-      await store.close().catch(() => undefined);
-    }
+    return withConnectorClients(settings, c, ({ admin, catalog }) => f({ admin, catalog, log: log.child({ connector: c.name }), ...(offsetReset === undefined ? {} : { offsetReset }) }));
   };
   return {
     read: (c) => withDeps(c, (d) => connectorOffsets(d.admin, c)),
     alter: (c, offsets) => withDeps(c, (d) => alterConnectorOffsets(d, c, offsets)),
     reset: (c) => withDeps(c, (d) => resetConnectorOffsets(d, c)),
+  };
+}
+
+/**
+ * The Iceberg operations on a stopped connector's table (`POST /connectors/{c}/iceberg/tables/{t}/replay`
+ * and `/adopt`): `icefloe replay` and `icefloe positions --adopt` over the connector's stored config, with
+ * their own clients, closed after each request.
+ */
+function herderTables(settings: ClientSettings, log: Logger): TablesPort {
+  type ToolDeps = { connector: ConnectorConfig; admin: ConfluentKafkaAdmin; catalog: Catalog; store: ObjectStore; log: Logger };
+  const withDeps = <T>(c: ConnectorConfig, f: (d: ToolDeps) => Promise<T>): Promise<T> =>
+    withConnectorClients(settings, c, (clients) => f({ connector: c, ...clients, log: log.child({ connector: c.name }) }));
+  return {
+    replay: (c, table, snapshotId) => withDeps(c, (d) => replayTable(d, table, snapshotId)),
+    adopt: (c, table, options) => withDeps(c, (d) => runPositionsTool(d, table, 'adopt', { holdsGroupOffsets: options.holdsGroupOffsets })),
   };
 }
 
@@ -470,8 +479,17 @@ async function serverInfo(settings: ClientSettings): Promise<ServerInfo> {
 function buildCommit(): string {
   try {
     const root = resolvePath(dirname(fileURLToPath(import.meta.url)), '..');
-    const head = readFileSync(resolvePath(root, '.git', 'HEAD'), 'utf8').trim();
-    const sha = head.startsWith('ref: ') ? readFileSync(resolvePath(root, '.git', head.slice(5)), 'utf8').trim() : head;
+    let gitDir = resolvePath(root, '.git');
+    // A worktree's .git is a file naming its git directory; its branches live in the common directory.
+    if (statSync(gitDir).isFile()) gitDir = resolvePath(root, readFileSync(gitDir, 'utf8').replace(/^gitdir:\s*/, '').trim());
+    const common = existsSync(resolvePath(gitDir, 'commondir')) ? resolvePath(gitDir, readFileSync(resolvePath(gitDir, 'commondir'), 'utf8').trim()) : gitDir;
+    const head = readFileSync(resolvePath(gitDir, 'HEAD'), 'utf8').trim();
+    let sha = head;
+    if (head.startsWith('ref: ')) {
+      const ref = head.slice(5);
+      const loose = [resolvePath(gitDir, ref), resolvePath(common, ref)].find((f) => existsSync(f));
+      sha = loose !== undefined ? readFileSync(loose, 'utf8').trim() : (readFileSync(resolvePath(common, 'packed-refs'), 'utf8').split('\n').find((l) => l.endsWith(` ${ref}`))?.split(' ')[0] ?? '');
+    }
     return /^[0-9a-f]{40}$/.test(sha) ? sha.slice(0, 16) : 'unknown';
   } catch {
     return 'unknown';
@@ -533,7 +551,11 @@ function inProcessTaskHandle(spec: TaskSpec, log: Logger, onAnnounced: () => voi
   return {
     taskId,
     done,
-    state: () => (task === undefined ? { state: 'UNASSIGNED' } : { state: task.state, ...(task.trace === undefined ? {} : { trace: task.trace }) }),
+    state: () => {
+      if (task === undefined) return { state: 'UNASSIGNED' };
+      const note = task.progressNote;
+      return { state: task.state, ...(task.trace === undefined ? {} : { trace: task.trace }), ...(note === undefined ? {} : { note }) };
+    },
     stop: async () => {
       (await started).task.stop();
     },
@@ -564,10 +586,7 @@ export async function runStandalone(options: StandaloneOptions): Promise<Standal
   const log = createLogger(logLevel, {}, logOutput, tracker);
   for (const w of worker.warnings) log.warn(w);
   const workerProps = worker.stored();
-  const connectors = options.connectorPaths.map((p) => {
-    const file = parseConnectorFile(readFileSync(resolvePath(options.cwd, p), 'utf8'), p);
-    return file;
-  });
+  const connectors = options.connectorPaths.map((p) => parseConnectorFile(readFileSync(resolvePath(options.cwd, p), 'utf8'), p));
   const settings = workerKafkaSettings(worker, worker.adminProps);
   const sw = new StandaloneWorker({
     log,
@@ -625,11 +644,13 @@ export async function runStandalone(options: StandaloneOptions): Promise<Standal
     checkConfig: async (raw) => void (await validateForWrite(raw, validation)),
     parse: (raw) => parseConnectorConfig(resolveConfig(raw, providers), parseOptions),
     offsets: herderOffsets(worker, settings, log),
+    tables: herderTables(settings, log),
     plugins: { plugins: (only) => plugins.plugins(only), pluginConfig: (p) => plugins.pluginConfig(p), validate: (p, c) => validateConfig(p, c, validation) },
     loggers: levels,
     serverInfo: () => serverInfo(settings),
     workerId: () => self.rest?.workerId ?? `${hostname()}:${worker.rest.listeners[0]?.port ?? 8083}`,
     topicTracking: worker.rest.topicTracking,
+    pluginVersion: (cls) => plugins.connector(cls)?.version,
   });
   // Served before the connectors start: /health says `starting` until they have.
   self.rest = await serveRest(herder, worker, log);

@@ -34,6 +34,7 @@ export interface RestTlsSettings {
   readonly prefix: string;
   /** Upper-cased `ssl.keystore.type`; null when unset (Kafka's default, JKS, which also reads PKCS12 files). */
   readonly keystoreType: string | null;
+  /** Absolute (a relative path is taken from the worker's working directory). */
   readonly keystoreLocation: string | null;
   readonly keystorePassword: Secret | null;
   readonly keyPassword: Secret | null;
@@ -120,7 +121,7 @@ const KEYSTORE_TYPES = ['PKCS12', 'PEM', 'JKS'];
  * The HTTPS key material, from `listeners.https.*` when any such key is set, else from the plain `ssl.*`
  * keys (Connect's `valuesWithPrefixAllOrNothing`); problems are added to `p` under the key at fault.
  */
-function tlsSettings(p: ParsedConfig, httpsUsed: boolean): RestTlsSettings {
+function tlsSettings(p: ParsedConfig, httpsUsed: boolean, resolvePath: (path: string) => string): RestTlsSettings {
   const scoped = p.prefixed('listeners.https.');
   const prefix = Object.keys(scoped).length > 0 ? 'listeners.https.' : '';
   const raw = (key: string): string | undefined => (prefix === '' ? p.prefixed('ssl.')[key] : scoped[`ssl.${key}`]);
@@ -136,7 +137,7 @@ function tlsSettings(p: ParsedConfig, httpsUsed: boolean): RestTlsSettings {
   const settings: RestTlsSettings = {
     prefix,
     keystoreType: type,
-    keystoreLocation: text('keystore.location'),
+    keystoreLocation: ((l) => (l === null ? null : resolvePath(l)))(text('keystore.location')),
     keystorePassword: secret('keystore.password'),
     keyPassword: secret('key.password'),
     keystoreKey: secret('keystore.key'),
@@ -200,6 +201,6 @@ export function buildRestConfig(p: ParsedConfig, resolvePath: (path: string) => 
     adminEndpoints: admin === null || admin.length > 0,
     topicTracking: { enabled: p.boolean('topic.tracking.enable') ?? true, allowReset: p.boolean('topic.tracking.allow.reset') ?? true },
     basicAuthFile: authFile === null || authFile === '' ? null : resolvePath(authFile),
-    tls: tlsSettings(p, listeners.some((l) => l.protocol === 'https')),
+    tls: tlsSettings(p, listeners.some((l) => l.protocol === 'https'), resolvePath),
   });
 }

@@ -45,6 +45,8 @@ export class CommitterLoop {
   private wokenMeanwhile = false;
   private wakeHandler: () => void = () => undefined;
   private readonly loop: Promise<void>;
+  /** Consecutive failed rounds, for the connector's status (cleared by a round that succeeds). */
+  failing: { readonly sinceMs: number; count: number; error: string } | undefined;
 
   constructor(committer: CommitRounds, options: CommitterLoopOptions) {
     this.committer = committer;
@@ -88,9 +90,11 @@ export class CommitterLoop {
       try {
         await this.committer.round();
         this.backoff.reset();
+        this.failing = undefined;
         if (this.committer.behind?.() === true) this.wokenMeanwhile = true;
         this.afterRound();
       } catch (e) {
+        this.failing = { sinceMs: this.failing?.sinceMs ?? Date.now(), count: (this.failing?.count ?? 0) + 1, error: errorMessage(e) };
         this.afterRound();
         const delay = this.backoff.next();
         this.o.log.warn('committer round failed; retrying', { error: errorMessage(e), consecutive: this.backoff.count, retryInMs: delay });

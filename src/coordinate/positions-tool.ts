@@ -41,8 +41,8 @@ import { commitIdPrefix, controlOffsetsKey, controlTopicIdKey, decodePositions, 
 import type { ControlIdentity, PositionsRead } from './control-positions.ts';
 import { adoptedKey, appliedThroughFor, controlGroupId, encodeReapplyMark, reapplyKey } from './connector-position.ts';
 import { readConnectorPositions } from './position-store.ts';
-import { decodeSourceApplied, encodeSourceApplied, sourceAppliedKey } from './source-applied.ts';
-import { connectorTopics } from './source-holdings.ts';
+import { encodeSourceApplied, sourceAppliedKey } from './source-applied.ts';
+import { connectorTopics, highestApplied } from './source-holdings.ts';
 import { sourceKey } from './watermark.ts';
 
 export type PositionsAction = 'show' | 'reapply' | 'adopt';
@@ -107,7 +107,7 @@ export async function runPositionsTool(deps: PositionsToolDeps, tableName: strin
     return report(`marked: the committer applies the table's announcements again from its positions (snapshot ${read.snapshotId}) up to ${encodePositions(through)}`, after);
   }
   if (options.holdsGroupOffsets === true && action !== 'adopt') throw new ConfigError('--holds-group-offsets goes with --adopt');
-  const holds = adoptSourceApplied(table, connector.name);
+  const holds = highestApplied(table.metadata.snapshots, connector.name); // kept as a guard
   if (options.holdsGroupOffsets === true) {
     for (const topic of await connectorTopics(admin, connector)) {
       for (const o of await admin.groupOffsets(connector.groupId, topic)) {
@@ -145,21 +145,6 @@ function adoptPositions(table: LoadedTable, read: PositionsRead, c: ReadonlyMap<
     if (text === undefined || s.summary[controlTopicIdKey(connector)] !== live.controlTopicId || s.summary[kafkaClusterIdKey(connector)] !== live.clusterId) continue;
     try {
       for (const [p, o] of decodePositions(text)) raise(p, o);
-    } catch {
-      // a malformed old snapshot adds nothing
-    }
-  }
-  return out;
-}
-
-/** The highest source offsets any snapshot of this connector the table lists applied (kept as a guard). */
-function adoptSourceApplied(table: LoadedTable, connector: string): Map<string, { topic: string; partition: number; last: bigint }> {
-  const out = new Map<string, { topic: string; partition: number; last: bigint }>();
-  for (const s of table.metadata.snapshots) {
-    const text = s.summary[sourceAppliedKey(connector)];
-    if (text === undefined) continue;
-    try {
-      for (const [k, v] of decodeSourceApplied(text)) if (v.last > (out.get(k)?.last ?? -1n)) out.set(k, v);
     } catch {
       // a malformed old snapshot adds nothing
     }

@@ -251,7 +251,7 @@ export interface PartitionByOptions {
 }
 
 /** Java's default partition field name suffixes (`PartitionSpec.Builder`). */
-const NAME_SUFFIX: Readonly<Record<Transform['kind'], string>> = {
+export const NAME_SUFFIX: Readonly<Record<Transform['kind'], string>> = {
   identity: '',
   year: '_year',
   month: '_month',

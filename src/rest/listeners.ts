@@ -97,6 +97,17 @@ export function loadBasicAuth(file: string | null): BasicAuth | undefined {
   return basicAuthFromProperties(text, file);
 }
 
+/** An https server, or a ConfigError naming the keys when OpenSSL cannot use the key material. */
+function httpsServer(tls: RestTlsSettings, handler: (req: IncomingMessage, res: ServerResponse) => void): Server {
+  const options = tlsOptions(tls);
+  try {
+    return createHttpsServer(options, handler);
+  } catch (e) {
+    const what = tls.keystoreType === 'PEM' ? `the PEM key and certificate (${keyName(tls, 'keystore.key')}, ${keyName(tls, 'key.password')})` : `the PKCS12 keystore ${tls.keystoreLocation ?? ''} (${keyName(tls, 'keystore.password')})`;
+    throw new ConfigError(`https listener: cannot use ${what}: ${errorMessage(e)}`, { cause: e });
+  }
+}
+
 function listen(server: Server, listener: RestListener): Promise<number> {
   return new Promise((resolve, reject) => {
     const onError = (e: Error): void => reject(new ConfigError(`listeners: cannot listen on ${listener.protocol}://${listener.host}:${listener.port}: ${e.message}`, { cause: e }));
@@ -133,7 +144,7 @@ export async function startRestListeners(
   const bound: BoundListener[] = [];
   try {
     for (const listener of options.listeners) {
-      const server: Server = listener.protocol === 'https' ? createHttpsServer(tlsOptions(options.tls), handler) : createServer(handler);
+      const server: Server = listener.protocol === 'https' ? httpsServer(options.tls, handler) : createServer(handler);
       servers.push(server);
       const port = await listen(server, listener);
       const shownHost = listener.host === '' || listener.host === '0.0.0.0' || listener.host === '::' ? 'localhost' : listener.host.includes(':') ? `[${listener.host}]` : listener.host;

@@ -4,12 +4,16 @@
  * ConnectorPluginsResource, LoggingResource, RootResource), calls the herder, and answers with Connect's
  * status code and entity.
  *
+ * Also Icefloe's own endpoints under `/connectors/{name}/iceberg/` (docs/rest.md "Iceberg tables"): the
+ * table operations of a stopped connector, with bodies checked strictly (400) since no Connect client
+ * depends on their error shapes.
+ *
  * Owns: what each endpoint does with HTTP (status codes, Location, query parameters, body checks that
  * Connect's resources make before the herder: name vs URL, empty offsets, plugin vs connector.class,
  * logger level, topic tracking switches). Must not: decide anything the herder owns (validation,
  * state), or listen.
  */
-import { RequestRefused } from '../core/errors.ts';
+import { errorMessage, RequestRefused } from '../core/errors.ts';
 import type { ConfigInfos, ConnectorOffsets, HerderApi, TargetState } from '../runtime/herder-api.ts';
 import {
   NULL_VALUE_ERROR,
@@ -73,9 +77,16 @@ function requiredBody(ctx: RouteContext, what: string): unknown {
 
 const INITIAL_STATES: Readonly<Record<string, TargetState>> = { RUNNING: 'STARTED', PAUSED: 'PAUSED', STOPPED: 'STOPPED' };
 
-/** `Location: /connectors/<name>`, absolute as JAX-RS resolves it against the request's base URI. */
+/** Characters a URI path keeps as they are (RFC 3986 sub-delims, ':', '@', '/'), which encodeURIComponent escapes. */
+const PATH_KEEPS: Readonly<Record<string, string>> = { '%24': '$', '%26': '&', '%2B': '+', '%2C': ',', '%3B': ';', '%3D': '=', '%3A': ':', '%40': '@', '%2F': '/' };
+
+/**
+ * `Location: /connectors/<name>`, absolute as JAX-RS resolves it against the request's base URI, the
+ * name encoded as UriBuilder.path does (`a b->c` → `a%20b-%3Ec`).
+ */
 function connectorLocation(ctx: RouteContext, name: string): Record<string, string> {
-  return { location: ctx.urlOf(`/connectors/${encodeURIComponent(name).replace(/%2F/gi, '/')}`) };
+  const path = encodeURIComponent(name).replace(/%(24|26|2B|2C|3B|3D|3A|40|2F)/gi, (m) => PATH_KEEPS[m.toUpperCase()] ?? m);
+  return { location: ctx.urlOf(`/connectors/${path}`) };
 }
 
 async function createConnector(ctx: RouteContext): Promise<Reply> {
@@ -266,6 +277,61 @@ async function setLoggerLevel(ctx: RouteContext): Promise<Reply> {
   return scope === 'cluster' ? empty(204) : json(200, changed);
 }
 
+/**
+ * The body of an Icefloe extension endpoint: an object with only the `allowed` fields. Anything else is a
+ * 400 (ours, not Connect's 500 for Jackson's errors): a misspelt field must not run the operation without it.
+ * An unknown connector is the 404 first, as for the offsets.
+ */
+async function extensionBody(ctx: RouteContext, allowed: readonly string[], required: boolean): Promise<Record<string, unknown>> {
+  const name = ctx.params.connector as string;
+  const bad = async (message: string): Promise<never> => {
+    await ctx.call(() => ctx.herder.connectorInfo(name));
+    throw new RequestRefused('bad-request', message);
+  };
+  let body: unknown;
+  try {
+    body = parseBody(ctx.body);
+  } catch (e) {
+    return bad(errorMessage(e));
+  }
+  if (body === undefined && !required) return {};
+  const fields = allowed.map((f) => `"${f}"`).join(', ');
+  if (typeof body !== 'object' || body === null || Array.isArray(body) || body instanceof NumberText) return bad(`The request body must be a JSON object with ${fields}`);
+  const unknown = Object.keys(body).filter((k) => !allowed.includes(k));
+  if (unknown.length > 0) return bad(`Unknown field(s) ${unknown.map((f) => `"${f}"`).join(', ')}: the request body takes ${fields}`);
+  return body as Record<string, unknown>;
+}
+
+/** A snapshot id: a 64-bit integer as a JSON number (its text kept: no digits lost) or a string. */
+function snapshotIdOf(v: unknown): bigint | undefined {
+  const text = v instanceof NumberText ? v.text : typeof v === 'string' ? v.trim() : undefined;
+  if (text === undefined || !/^-?\d+$/.test(text)) return undefined;
+  const n = BigInt(text);
+  return n >= -(2n ** 63n) && n < 2n ** 63n ? n : undefined;
+}
+
+async function replayTable(ctx: RouteContext): Promise<Reply> {
+  const name = ctx.params.connector as string;
+  const body = await extensionBody(ctx, ['snapshot_id'], true);
+  const snapshotId = snapshotIdOf(body.snapshot_id);
+  if (snapshotId === undefined) {
+    await ctx.call(() => ctx.herder.connectorInfo(name));
+    throw new RequestRefused('bad-request', `"snapshot_id" must be a snapshot id (a 64-bit integer, as a string or a number), not ${body.snapshot_id === undefined ? 'missing' : shown(body.snapshot_id)}`);
+  }
+  return json(200, await ctx.call(() => ctx.herder.replayTable(name, ctx.params.table as string, snapshotId)));
+}
+
+async function adoptTable(ctx: RouteContext): Promise<Reply> {
+  const name = ctx.params.connector as string;
+  const body = await extensionBody(ctx, ['holds_group_offsets'], false);
+  const holds = body.holds_group_offsets;
+  if (holds !== undefined && typeof holds !== 'boolean') {
+    await ctx.call(() => ctx.herder.connectorInfo(name));
+    throw new RequestRefused('bad-request', `"holds_group_offsets" must be true or false, not ${shown(holds)}`);
+  }
+  return json(200, await ctx.call(() => ctx.herder.adoptTable(name, ctx.params.table as string, { holdsGroupOffsets: holds === true })));
+}
+
 const C = '/connectors/:connector';
 
 export const ROUTES: readonly Route[] = [
@@ -309,6 +375,10 @@ export const ROUTES: readonly Route[] = [
     method: 'PUT', path: p(`${C}/topics/reset`), consumes: true,
     handle: async (ctx) => (requireTracking(ctx, true), await ctx.call(() => ctx.herder.resetActiveTopics(ctx.params.connector as string)), empty(202)),
   },
+  // Icefloe extensions (docs/rest.md "Iceberg tables"): not in Kafka Connect's API.
+  { method: 'GET', path: p(`${C}/iceberg/tables`), consumes: true, handle: async (ctx) => json(200, await ctx.call(() => ctx.herder.icebergTables(ctx.params.connector as string))) },
+  { method: 'POST', path: p(`${C}/iceberg/tables/:table/replay`), consumes: true, handle: replayTable },
+  { method: 'POST', path: p(`${C}/iceberg/tables/:table/adopt`), consumes: true, handle: adoptTable },
   {
     method: 'GET', path: p('/connector-plugins'), consumes: true,
     handle: async (ctx) => json(200, await ctx.call(() => ctx.herder.plugins(booleanParam(ctx.query, 'connectorsOnly', true)))),

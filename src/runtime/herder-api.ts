@@ -139,4 +139,49 @@ export interface HerderApi {
   logger(name: string): LoggerLevel;
   /** Returns the names of the loggers whose level changed. */
   setLoggerLevel(name: string, level: string, scope: 'worker' | 'cluster'): readonly string[];
+
+  // Icefloe extensions, `/connectors/{name}/iceberg/...` (not Kafka Connect's: docs/rest.md "Iceberg tables").
+  /** A running connector's tables; empty while it is not running (no committer to ask). */
+  icebergTables(name: string): readonly IcebergTableStatus[];
+  /** Only while STOPPED (`bad-request` with the offsets' STOPPED message otherwise). */
+  replayTable(name: string, table: string, snapshotId: bigint): Promise<IcebergReplayReport>;
+  /** Only while STOPPED. */
+  adoptTable(name: string, table: string, options: { readonly holdsGroupOffsets: boolean }): Promise<IcebergAdoptReport>;
+}
+
+// ---- Icefloe extensions (not Kafka Connect's: docs/rest.md "Iceberg tables") ------------------------
+
+/** One table as the connector's committer sees it (`GET /connectors/{c}/iceberg/tables`). */
+export interface IcebergTableStatus {
+  readonly table: string;
+  /** The branch its commits go to. */
+  readonly branch: string;
+  readonly state: 'RUNNING' | 'STOPPED';
+  /** Why a STOPPED table stopped (`code: message`); null while RUNNING. */
+  readonly reason: string | null;
+  /** The last snapshot the committer committed, as a string (a 64-bit id loses digits as a JSON number); null before the first. */
+  readonly last_snapshot_id: string | null;
+  readonly last_commit_ms: number | null;
+}
+
+/** What a replay did (coordinate/replay.ts: the same report `icefloe replay` prints; ids and offsets as strings). */
+export interface IcebergReplayReport {
+  readonly table: string;
+  readonly branch: string;
+  readonly snapshotId: string;
+  readonly replaced: string;
+  readonly replaySnapshotId: string;
+  readonly offsets: readonly { readonly topic: string; readonly partition: number; readonly offset: string }[];
+  readonly result: string;
+}
+
+/** What an adopt did (coordinate/positions-tool.ts: the same report `icefloe positions --adopt` prints). */
+export interface IcebergAdoptReport {
+  readonly table: string;
+  readonly branch: string;
+  readonly action: string;
+  readonly stored: Readonly<Record<string, string>> | string;
+  readonly connectorPosition: Readonly<Record<string, string>> | null;
+  readonly reapplyMark: string | null;
+  readonly result: string;
 }

@@ -19,7 +19,7 @@
  * Owns: stored configs, target states, the reconcile loop, the status a user reads. Must not: speak HTTP
  * (src/rest/) or build adapters (app.ts).
  */
-import { errorMessage, RequestRefused } from '../core/errors.ts';
+import { ConfigError, errorMessage, RequestRefused } from '../core/errors.ts';
 import type { Logger } from '../core/log.ts';
 import type { ConnectorConfig } from '../config/connector-config.ts';
 import type {
@@ -30,6 +30,9 @@ import type {
   ConnectorRunState,
   ConnectorStateInfo,
   HerderApi,
+  IcebergAdoptReport,
+  IcebergReplayReport,
+  IcebergTableStatus,
   LoggerLevel,
   PluginInfo,
   RestartOptions,
@@ -47,6 +50,12 @@ export interface StoredConnector {
   readonly name: string;
   readonly config: Readonly<Record<string, string>>;
   readonly target: TargetState;
+  /**
+   * Whether the connector has tasks (Connect's task configs): not until it first runs with target
+   * STARTED, and none again after a stop. A connector created PAUSED shows no tasks until resumed, as in
+   * Connect. Absent: true.
+   */
+  readonly tasks?: boolean;
 }
 
 /** Where the herder keeps its connectors (standalone: a file in the worker's data directory). */
@@ -60,6 +69,15 @@ export interface OffsetsPort {
   read(connector: ConnectorConfig): Promise<ConnectorOffsets>;
   alter(connector: ConnectorConfig, offsets: ConnectorOffsets): Promise<string>;
   reset(connector: ConnectorConfig): Promise<string>;
+}
+
+/**
+ * The Iceberg operations on one table of a stopped connector (coordinate/replay.ts, coordinate/positions-tool.ts
+ * behind it): what `icefloe replay` and `icefloe positions --adopt` do, for a connector that has no file.
+ */
+export interface TablesPort {
+  replay(connector: ConnectorConfig, table: string, snapshotId: bigint): Promise<IcebergReplayReport>;
+  adopt(connector: ConnectorConfig, table: string, options: { readonly holdsGroupOffsets: boolean }): Promise<IcebergAdoptReport>;
 }
 
 export interface PluginsPort {
@@ -86,11 +104,14 @@ export interface HerderDeps {
   /** Resolves config providers and parses a stored config for running (throws ConfigError). */
   parse(config: Readonly<Record<string, string>>): ConnectorConfig;
   readonly offsets: OffsetsPort;
+  readonly tables: TablesPort;
   readonly plugins: PluginsPort;
   readonly loggers: LoggersPort;
   serverInfo(): Promise<ServerInfo>;
   /** `<advertised host>:<advertised port>` of this worker's REST listener. */
   workerId(): string;
+  /** The version of the connector plugin `connectorClass` names (KIP-891: status entries carry it). */
+  pluginVersion(connectorClass: string): string | undefined;
   readonly topicTracking: { readonly enabled: boolean; readonly allowReset: boolean };
 }
 
@@ -106,6 +127,8 @@ interface Entry {
   readonly restarting: Set<'connector' | number>;
   /** Active topics remembered across task incarnations (Connect keeps them until reset). */
   readonly topics: Set<string>;
+  /** StoredConnector.tasks. */
+  hasTasks: boolean;
 }
 
 export const NOT_STOPPED_FOR_OFFSETS = (name: string): string =>
@@ -130,7 +153,7 @@ export class StandaloneHerder implements HerderApi {
    * started or failed to.
    */
   async start(commandLine: readonly Readonly<Record<string, string>>[]): Promise<void> {
-    for (const s of this.d.store.load()) this.entries.set(s.name, this.newEntry(s.config, s.target));
+    for (const s of this.d.store.load()) this.entries.set(s.name, { ...this.newEntry(s.config, s.target), hasTasks: s.tasks !== false });
     for (const config of commandLine) {
       const name = config['name'] ?? '';
       this.d.parse(config); // a bad file fails the worker's start (a ConfigError), as connect-standalone does
@@ -180,16 +203,18 @@ export class StandaloneHerder implements HerderApi {
     const e = this.entries.get(name);
     if (e === undefined) throw new RequestRefused('not-found', `No status found for connector ${name}`);
     const worker_id = this.d.workerId();
+    const v = this.d.pluginVersion(e.config['connector.class'] ?? '');
+    const version = v === undefined ? {} : { version: v };
     const status = this.d.worker.status().find((s) => s.name === name);
     if (status === undefined) {
-      const state: ConnectorRunState = e.restarting.has('connector') ? 'RESTARTING' : e.startFailure !== undefined ? 'FAILED' : e.target === 'STOPPED' ? 'STOPPED' : 'UNASSIGNED';
-      return { name, connector: { state, worker_id, ...(e.startFailure === undefined ? {} : { trace: e.startFailure }) }, tasks: [], type: 'sink' };
+      const state: ConnectorRunState = e.restarting.has('connector') ? 'RESTARTING' : e.startFailure !== undefined ? 'FAILED' : e.target === 'STOPPED' ? 'STOPPED' : e.target === 'PAUSED' && !e.hasTasks ? 'PAUSED' : 'UNASSIGNED';
+      return { name, connector: { state, worker_id, ...version, ...(e.startFailure === undefined ? {} : { trace: e.startFailure }) }, tasks: [], type: 'sink' };
     }
     const why = connectorWhy(status);
     return {
       name,
-      connector: { state: e.restarting.has('connector') ? 'RESTARTING' : status.state, worker_id, ...(why === undefined ? {} : { trace: why }) },
-      tasks: status.tasks.map((t) => taskState(t, worker_id, e.restarting.has(t.id))).sort((a, b) => a.id - b.id),
+      connector: { state: e.restarting.has('connector') ? 'RESTARTING' : status.state, worker_id, ...version, ...(why === undefined ? {} : { trace: why }) },
+      tasks: status.tasks.map((t) => ({ ...taskState(t, worker_id, e.restarting.has(t.id)), ...version })).sort((a, b) => a.id - b.id),
       type: 'sink',
     };
   }
@@ -335,6 +360,41 @@ export class StandaloneHerder implements HerderApi {
     this.d.worker.forgetTopics(name);
   }
 
+  // ---- Iceberg tables (Icefloe extensions) ---------------------------------------------------------
+
+  icebergTables(name: string): readonly IcebergTableStatus[] {
+    this.known(name, `Connector ${name} not found`);
+    const status = this.d.worker.status().find((s) => s.name === name);
+    return (status?.tables ?? []).map((t) => ({
+      table: t.table,
+      branch: t.branch ?? 'main',
+      state: t.state,
+      reason: t.reason === undefined ? null : `${t.reason.code}: ${t.reason.message}`,
+      last_snapshot_id: t.lastSnapshotId === undefined ? null : String(t.lastSnapshotId),
+      last_commit_ms: t.lastCommitMs ?? null,
+    }));
+  }
+
+  async replayTable(name: string, table: string, snapshotId: bigint): Promise<IcebergReplayReport> {
+    const config = await this.stoppedConfig(name);
+    return this.tableOperation(() => this.d.tables.replay(config, table, snapshotId));
+  }
+
+  async adoptTable(name: string, table: string, options: { readonly holdsGroupOffsets: boolean }): Promise<IcebergAdoptReport> {
+    const config = await this.stoppedConfig(name);
+    return this.tableOperation(() => this.d.tables.adopt(config, table, options));
+  }
+
+  /** The tools' refusals of the operator's request (ConfigError: which table, what to do) are the caller's to fix: 400, not 500. */
+  private async tableOperation<T>(op: () => Promise<T>): Promise<T> {
+    try {
+      return await op();
+    } catch (e) {
+      if (e instanceof ConfigError) throw new RequestRefused('bad-request', e.message, { cause: e });
+      throw e;
+    }
+  }
+
   // ---- plugins and loggers -------------------------------------------------------------------------
 
   plugins(connectorsOnly: boolean): readonly PluginInfo[] {
@@ -364,7 +424,7 @@ export class StandaloneHerder implements HerderApi {
   // ---- the reconcile loop --------------------------------------------------------------------------
 
   private newEntry(config: Readonly<Record<string, string>>, target: TargetState): Entry {
-    return { config, target, startFailure: undefined, runningConfig: undefined, restarting: new Set(), topics: new Set() };
+    return { config, target, startFailure: undefined, runningConfig: undefined, restarting: new Set(), topics: new Set(), hasTasks: target === 'STARTED' };
   }
 
   private known(name: string, notFound: string): Entry {
@@ -375,7 +435,7 @@ export class StandaloneHerder implements HerderApi {
 
   /** The task ids the connector has now: none while STOPPED, failed to start, or not started yet. */
   private taskIds(name: string, e: Entry): number[] {
-    if (e.target === 'STOPPED') return [];
+    if (e.target === 'STOPPED' || !e.hasTasks) return [];
     return this.d.worker.status().find((s) => s.name === name)?.tasks.map((t) => t.id) ?? [];
   }
 
@@ -384,6 +444,9 @@ export class StandaloneHerder implements HerderApi {
     if (e.target === target) return;
     e.target = target;
     e.startFailure = undefined; // a new target is tried afresh
+    // Connect writes empty task configs on a stop and new ones when the connector starts again.
+    if (target === 'STOPPED') e.hasTasks = false;
+    if (target === 'STARTED') e.hasTasks = true;
     this.save();
     void this.reconcile(name);
   }
@@ -396,7 +459,7 @@ export class StandaloneHerder implements HerderApi {
   }
 
   private save(): void {
-    this.d.store.save([...this.entries].map(([name, e]) => ({ name, config: e.config, target: e.target })));
+    this.d.store.save([...this.entries].map(([name, e]) => ({ name, config: e.config, target: e.target, ...(e.hasTasks ? {} : { tasks: false }) })));
   }
 
   private chain(name: string, op: () => Promise<void>): Promise<void> {
@@ -416,7 +479,7 @@ export class StandaloneHerder implements HerderApi {
     const worker = this.d.worker;
     const e = this.entries.get(name);
     const runs = worker.running().includes(name);
-    if (e === undefined || e.target === 'STOPPED') {
+    if (e === undefined || e.target === 'STOPPED' || (e.target === 'PAUSED' && !e.hasTasks)) {
       if (runs) await this.stopRunning(name, e);
       if (e !== undefined) e.runningConfig = undefined;
       return;
@@ -463,7 +526,9 @@ function taskState(t: ConnectorStatus['tasks'][number], worker_id: string, resta
   // A task that ended cleanly (stopping) is between incarnations: Connect says UNASSIGNED.
   const known: readonly TaskRunState[] = ['UNASSIGNED', 'RUNNING', 'PAUSED', 'FAILED', 'RESTARTING'];
   const state: TaskRunState = restarting ? 'RESTARTING' : (known.find((k) => k === t.state) ?? 'UNASSIGNED');
-  return { id: t.id, state, worker_id, ...(t.trace === undefined || t.trace === '' ? {} : { trace: t.trace }) };
+  // A FAILED task's trace; otherwise what keeps a running one from progressing, if anything.
+  const trace = t.trace !== undefined && t.trace !== '' ? t.trace : t.note;
+  return { id: t.id, state, worker_id, ...(trace === undefined || trace === '' ? {} : { trace }) };
 }
 
 /**
@@ -473,6 +538,8 @@ function taskState(t: ConnectorStatus['tasks'][number], worker_id: string, resta
 function connectorWhy(s: ConnectorStatus): string | undefined {
   const lines: string[] = [];
   if (s.trace !== undefined) lines.push(s.trace);
+  const f = s.committerFailing;
+  if (f !== undefined) lines.push(`committer rounds failing since ${new Date(f.sinceMs).toISOString()} (${f.count} in a row): ${f.error}`);
   for (const t of s.tables) {
     if (t.state === 'STOPPED') lines.push(`table ${t.table} stopped: ${t.reason === undefined ? 'no reason recorded' : `${t.reason.code}: ${t.reason.message}`}`);
     else if (t.retentionAlarm === true) lines.push(`table ${t.table} cannot commit: its oldest unapplied announcement is ${Math.round((t.unappliedAgeMs ?? 0) / 1000)} s old, near the control topic's retention`);

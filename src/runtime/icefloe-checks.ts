@@ -18,20 +18,10 @@ import type { ParsedConfig } from '../config/config-def.ts';
 import type { ConnectorConfig } from '../config/connector-config.ts';
 import { metadataFields } from '../config/kafka-metadata.ts';
 import { parsePartitionBy, partitionByProblem } from '../iceberg/partition-by.ts';
-import type { PartitionByTerm } from '../iceberg/partition-by.ts';
 import { canTransform, transformDedupName } from '../iceberg/transforms.ts';
 import type { PrimitiveType } from '../iceberg/types.ts';
+import { NAME_SUFFIX } from '../iceberg/partition-spec.ts';
 
-/** Java's partition field names: `<column><suffix>` (iceberg/partition-spec.ts NAME_SUFFIX). */
-const NAME_SUFFIX: Readonly<Record<PartitionByTerm['transform']['kind'], string>> = {
-  identity: '',
-  year: '_year',
-  month: '_month',
-  day: '_day',
-  hour: '_hour',
-  bucket: '_bucket',
-  truncate: '_trunc',
-};
 
 /** The problems of one partition-by value, beyond its syntax. */
 function partitionProblems(text: string, config: ConnectorConfig): string[] {

@@ -124,6 +124,14 @@ export class PartitionHolds {
     });
   }
 
+  /** `partitions t[0], t[3] wait for a record's schema (since …)`, or undefined when none waits. */
+  describe(): string | undefined {
+    if (this.holds.size === 0) return undefined;
+    const list = [...this.holds.values()];
+    const since = Math.min(...list.map((h) => h.sinceMs));
+    return `partitions ${list.map((h) => `${h.tp.topic}[${h.tp.partition}]`).join(', ')} wait for a record's schema from the registry (since ${new Date(since).toISOString()})`;
+  }
+
   /** Resumes every partition whose wait is over (its record is read and tried again). */
   resumeDue(): void {
     if (this.holds.size === 0) return;

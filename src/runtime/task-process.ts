@@ -45,7 +45,7 @@ export const MAX_ORPHAN_STOP_MS = 10_000;
 /** What the child tells the worker. */
 export type ChildMessage =
   | { readonly type: 'announced' }
-  | { readonly type: 'state'; readonly state: TaskState; readonly trace?: string; readonly failure?: TaskFailure; readonly topics?: readonly string[] };
+  | { readonly type: 'state'; readonly state: TaskState; readonly trace?: string; readonly failure?: TaskFailure; readonly topics?: readonly string[]; readonly note?: string };
 
 /** What the worker tells the child. */
 export type ParentMessage<Spec> =
@@ -63,7 +63,7 @@ export type ParentMessage<Spec> =
 
 /** The handle of a forked task process (the spec already sent). */
 export function taskProcessHandle(taskId: number, child: ChildProcess, log: Logger, onAnnounced: () => void): TaskHandle {
-  let state: { state: string; trace?: string } = { state: 'UNASSIGNED' };
+  let state: { state: string; trace?: string; note?: string } = { state: 'UNASSIGNED' };
   let failedWith: string | undefined;
   let topics: readonly string[] = [];
   /** How the task failed, as the child reported it (cause, record coordinates). */
@@ -72,7 +72,7 @@ export function taskProcessHandle(taskId: number, child: ChildProcess, log: Logg
   child.on('message', (m: ChildMessage) => {
     if (m.type === 'announced') onAnnounced();
     else if (m.type === 'state') {
-      state = { state: m.state, ...(m.trace === undefined ? {} : { trace: m.trace }) };
+      state = { state: m.state, ...(m.trace === undefined ? {} : { trace: m.trace }), ...(m.note === undefined ? {} : { note: m.note }) };
       failure = m.failure ?? failure;
       topics = m.topics ?? topics;
     }
@@ -152,6 +152,8 @@ export interface ChildTask {
   /** Set once the task failed: its cause and record, for the worker. */
   readonly failedWith: TaskFailure | undefined;
   readonly activeTopics: readonly string[];
+  /** Why it is not progressing, if so (task.ts `progressNote`). */
+  readonly progressNote: string | undefined;
   stop(): void;
   fail(message: string): void;
   pause(): void;
@@ -227,7 +229,11 @@ export async function runTaskChild<Spec>(o: ChildOptions<Spec>): Promise<number>
   current.task = started.task;
   if (pauseRequested) started.task.pause();
   if (stopRequested || orphan.orphaned) started.task.stop();
-  const reportState = (): void => send({ type: 'state', state: started.task.state, topics: started.task.activeTopics, ...(started.task.trace === undefined ? {} : { trace: started.task.trace }) });
+  const reportState = (): void => {
+    const t = started.task;
+    const note = t.progressNote;
+    send({ type: 'state', state: t.state, topics: t.activeTopics, ...(t.trace === undefined ? {} : { trace: t.trace }), ...(note === undefined ? {} : { note }) });
+  };
   // Every second, and soon after a change a user waits for (a pause, a resume, the start).
   let last = '';
   const report = setInterval(() => {

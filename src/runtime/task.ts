@@ -133,6 +133,8 @@ export class SinkTask {
   private paused = false;
   /** Topics this task handled a record of since it started or `forgetTopics()` (Connect's active topics). */
   private readonly topicsSeen = new Set<string>();
+  /** Consecutive abandoned cycles (cleared by a poll that goes through), for the status's explanation. */
+  private retrying: { readonly sinceMs: number; count: number; error: string } | undefined;
   /** Set by `fail()`: the worker failed the connector (a table stopped); the loop ends with it. */
   private failure: FatalError | undefined;
 
@@ -199,6 +201,19 @@ export class SinkTask {
     this.pauseWanted = false;
   }
 
+  /**
+   * Why a running task is not making progress, for its status (Connect's `trace` is only a FAILED task's;
+   * ours also says this): cycles abandoned in a row, partitions held for a schema. Undefined when all is well.
+   */
+  get progressNote(): string | undefined {
+    const notes: string[] = [];
+    const r = this.retrying;
+    if (r !== undefined) notes.push(`cycle abandoned ${r.count} time(s) in a row since ${new Date(r.sinceMs).toISOString()}, reading again from the committed offsets: ${r.error}`);
+    const held = this.holds.describe();
+    if (held !== undefined) notes.push(held);
+    return notes.length === 0 ? undefined : notes.join('\n');
+  }
+
   get activeTopics(): readonly string[] {
     return [...this.topicsSeen].sort();
   }
@@ -235,6 +250,7 @@ export class SinkTask {
           if (this.pauseWanted || this.paused) await this.pausedStep();
           else await this.pollOnce();
           this.backoff.reset();
+          this.retrying = undefined;
         } catch (e) {
           await this.retryLater(e);
         }
@@ -374,6 +390,7 @@ export class SinkTask {
   private async retryLater(e: unknown): Promise<void> {
     if (isFenced(e) || !(e instanceof RetriableError) || this.failure !== undefined) throw this.failure ?? e;
     if (!this.channel.needsRewind) await this.channel.abandon(e);
+    this.retrying = { sinceMs: this.retrying?.sinceMs ?? this.now(), count: (this.retrying?.count ?? 0) + 1, error: errorMessage(e) };
     // A transaction the broker made us abort is a rebalance under way, not trouble: it does not grow the wait.
     const delay = requiresAbort(e) ? CYCLE_BACKOFF.initialDelayMs : this.backoff.next();
     this.log.warn('cycle abandoned; reading again from the committed offsets', { error: errorMessage(e), consecutive: this.backoff.count, retryInMs: delay });

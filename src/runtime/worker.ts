@@ -63,7 +63,8 @@ export interface TaskHandle {
   forgetTopics(): void;
   /** Sets a task process's log level (PUT /admin/loggers); absent for a task in the worker's process (its loggers are the worker's). */
   setLogLevel?(level: string): void;
-  state(): { readonly state: string; readonly trace?: string };
+  /** `note`: why a task that runs is not progressing (abandoned cycles, partitions waiting for a schema). */
+  state(): { readonly state: string; readonly trace?: string; readonly note?: string };
 }
 
 export interface WorkerDeps {
@@ -164,7 +165,9 @@ export interface ConnectorStatus {
   readonly state: 'RUNNING' | 'PAUSED' | 'FAILED';
   readonly trace?: string;
   /** `restarts`: incarnations started after the first; `lastFailure`: the unexpected end the last restart recovered from. */
-  readonly tasks: { id: number; state: string; trace?: string; restarts: number; lastFailure?: string }[];
+  readonly tasks: { id: number; state: string; trace?: string; note?: string; restarts: number; lastFailure?: string }[];
+  /** Committer rounds failing in a row (cleared by one that succeeds). */
+  readonly committerFailing?: { readonly sinceMs: number; readonly count: number; readonly error: string };
   readonly tables: (ReturnType<ConnectorCommitter['tableStatus']>[number] & Partial<Pick<TableHealth, 'unappliedAgeMs' | 'retentionAlarm'>>)[];
   /** The committer's view of the control topic (records read, ignored, parked tables). */
   readonly control: ReturnType<ConnectorCommitter['controlStatus']>;
@@ -348,7 +351,7 @@ export class StandaloneWorker {
         }
         if (c.failure !== undefined || !restartable(e)) {
           slot.failed = line;
-          log.error(failureLine(line), { ...fields, restarting: false, fix: 'not retried: a restart would fail the same way; fix the cause and start the worker again' });
+          log.error(failureLine(line), { ...fields, restarting: false, fix: `not retried: a restart would fail the same way; fix the cause, then POST /connectors/${c.config.name}/restart?includeTasks=true&onlyFailed=true (or start the worker again)` });
           this.checkAllFailed();
           return;
         }
@@ -415,6 +418,7 @@ export class StandaloneWorker {
         return { ...t, ...(h === undefined ? {} : { retentionAlarm: h.retentionAlarm, ...(h.unappliedAgeMs === undefined ? {} : { unappliedAgeMs: h.unappliedAgeMs }) }) };
       }),
       control: c.committer.controlStatus(),
+      ...(c.loop.failing === undefined ? {} : { committerFailing: { ...c.loop.failing } }),
     }));
   }
 

@@ -6,6 +6,13 @@
  * that held the first batch only and moves the connector's offsets to just after that batch; the table then
  * holds exactly the first batch (PyIceberg); the worker started again — with a fourth batch produced
  * meanwhile — ends with every record in the table exactly once by Kafka coordinates (PyIceberg, DuckDB).
+ *
+ * The same runbook through the REST API on one running worker: offsets cannot change while RUNNING (400,
+ * Connect's text); STOP (204); GET offsets is the group's; PATCH or DELETE back into what the table holds
+ * is refused (400, naming the table); the replay endpoint (`POST .../iceberg/tables/{t}/replay`, an Icefloe
+ * extension) refused while RUNNING, then run while the worker runs the STOPPED connector; resume (202): every
+ * record exactly once; GET .../iceberg/tables shows the table's last snapshot; an adopt on the stopped
+ * connector commits a snapshot and changes no rows.
  */
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
@@ -16,7 +23,7 @@ import { RestCatalog } from '../../src/commit/rest/catalog.ts';
 import { refSnapshotId } from '../../src/commit/model.ts';
 import { assertExactlyOnce, duckdbCount } from '../helpers/exactly-once.ts';
 import type { Coordinates } from '../helpers/exactly-once.ts';
-import { unique } from '../helpers/kafka.ts';
+import { sleep, unique } from '../helpers/kafka.ts';
 import { e2eResources, produceJson, SCHEMALESS_JSON, sinkConnector, stopWorker, uniqueIdent, waitCommitted } from '../helpers/sink-e2e.ts';
 import { stackEndpoints } from '../helpers/stack.ts';
 import { startWorker } from '../helpers/worker.ts';
@@ -113,4 +120,101 @@ test('replay runbook: roll the table back to a snapshot, offsets to what it hold
   const all = [...first, ...second, ...third, ...fourth];
   await assertExactlyOnce(table, all);
   assert.equal(await duckdbCount(table), all.length, 'DuckDB counts the same rows');
+});
+
+async function call(base: string, method: string, path: string, body?: unknown): Promise<{ status: number; body: unknown }> {
+  const res = await fetch(`${base}${path}`, { method, ...(body === undefined ? {} : { body: JSON.stringify(body), headers: { 'content-type': 'application/json' } }) });
+  const text = await res.text();
+  return { status: res.status, body: text === '' ? undefined : (JSON.parse(text) as unknown) };
+}
+
+async function waitState(base: string, name: string, want: string): Promise<void> {
+  const deadline = Date.now() + 60_000;
+  let last: unknown;
+  while (Date.now() < deadline) {
+    const r = await call(base, 'GET', `/connectors/${name}/status`);
+    last = r.body;
+    const s = r.body as { connector?: { state: string }; tasks?: { state: string }[] } | undefined;
+    if (r.status === 200 && `${s?.connector?.state}:${(s?.tasks ?? []).map((x) => x.state).join(',')}` === want) return;
+    await sleep(250);
+  }
+  throw new Error(`${name}: not ${want} within 60 s; last status ${JSON.stringify(last)}`);
+}
+
+test('replay runbook through the REST API: offsets refused while RUNNING and behind the table; stop, replay, resume: every record exactly once', { timeout: TIMEOUT }, async (t) => {
+  const res = await e2eResources(t);
+  const topic = unique('replay-rest-src');
+  const controlTopic = unique('replay-rest-control');
+  const table = `${uniqueIdent('replay_rest')}.events`;
+  res.topics.push(topic, controlTopic);
+  res.tables.push(table);
+  const connector = sinkConnector({
+    name: unique('replay-rest'),
+    topics: topic,
+    controlTopic,
+    config: { ...SCHEMALESS_JSON, 'iceberg.tables': table, 'iceberg.tables.auto-create-enabled': 'true', 'iceberg.control.commit.interval-ms': '1500' },
+  });
+  const name = connector.name;
+  const w = startWorker({ connectors: [], args: [] });
+  res.workers.push(w);
+  const base = await w.restUrl();
+  assert.equal((await call(base, 'POST', '/connectors', connector)).status, 201);
+  const first = await produceJson(topic, PARTITIONS, records(0, 40));
+  await waitCommitted(w, table, 40);
+  const afterFirst = await mainHead(table);
+  const second = await produceJson(topic, PARTITIONS, records(40, 40));
+  await waitCommitted(w, table, 80);
+
+  const patch = (offsets: unknown): Promise<{ status: number; body: unknown }> => call(base, 'PATCH', `/connectors/${name}/offsets`, { offsets });
+  const back = [0, 1].map((p) => ({ partition: { kafka_topic: topic, kafka_partition: p }, offset: { kafka_offset: 0 } }));
+  const running = await patch(back);
+  assert.equal(running.status, 400);
+  assert.match((running.body as { message: string }).message, /^Connectors must be in the STOPPED state before their offsets can be modified/);
+  // The replay endpoint too is refused while the connector runs, and changes nothing.
+  const replayUrl = `/connectors/${name}/iceberg/tables/${encodeURIComponent(table)}/replay`;
+  const headBefore = await mainHead(table);
+  const early = await call(base, 'POST', replayUrl, { snapshot_id: String(afterFirst) });
+  assert.equal(early.status, 400, JSON.stringify(early.body));
+  assert.match((early.body as { message: string }).message, /^Connectors must be in the STOPPED state before their offsets can be modified/);
+  assert.equal(await mainHead(table), headBefore, 'the table is as it was');
+
+  assert.equal((await call(base, 'PUT', `/connectors/${name}/stop`)).status, 204);
+  await waitState(base, name, 'STOPPED:');
+  const got = (await call(base, 'GET', `/connectors/${name}/offsets`)).body as { offsets: { partition: { kafka_partition: number }; offset: { kafka_offset: number } }[] };
+  assert.deepEqual(got.offsets.map((o) => [o.partition.kafka_partition, o.offset.kafka_offset]).sort(), [[0, 40], [1, 40]], 'the group is past both batches');
+  const behind = await patch(back);
+  assert.equal(behind.status, 400, JSON.stringify(behind.body));
+  assert.match((behind.body as { message: string }).message, new RegExp(`already holds them .*table ${table.replace('.', '\\.')}|table ${table.replace('.', '\\.')} already holds them`));
+  const reset = await call(base, 'DELETE', `/connectors/${name}/offsets`);
+  assert.equal(reset.status, 400, JSON.stringify(reset.body));
+
+  // The runbook through the API (the connector has no file): STOPPED (the worker runs on), the replay
+  // endpoint rolls the table back and moves the offsets. The id as a JSON number (a snapshot id is
+  // usually past 2^53): the endpoint keeps its digits.
+  const headAtReplay = await mainHead(table);
+  const run = await fetch(`${base}${replayUrl}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: `{"snapshot_id": ${afterFirst}}` });
+  const report = (await run.json()) as { snapshotId: string; replaced: string; offsets: { topic: string; partition: number; offset: string }[] };
+  assert.equal(run.status, 200, JSON.stringify(report));
+  assert.equal(report.snapshotId, String(afterFirst));
+  assert.equal(report.replaced, String(headAtReplay));
+  assert.deepEqual(report.offsets.map((o) => [o.topic, o.partition, o.offset]).sort(), [...endOffsets(first)].map(([p, o]) => [topic, p, String(o)]).sort());
+  const after = (await call(base, 'GET', `/connectors/${name}/offsets`)).body as typeof got;
+  assert.deepEqual(after.offsets.map((o) => [o.partition.kafka_partition, o.offset.kafka_offset]).sort(), [[0, 20], [1, 20]], 'just after the first batch');
+  await assertExactlyOnce(table, first);
+
+  assert.equal((await call(base, 'PUT', `/connectors/${name}/resume`)).status, 202);
+  await waitCommitted(w, table, 120, 180_000); // 80 before, then the second batch again
+  // The committer's view of the table, the last snapshot id as a string (no digits lost).
+  const tables = (await call(base, 'GET', `/connectors/${name}/iceberg/tables`)).body as { table: string; state: string; last_snapshot_id: string | null }[];
+  assert.deepEqual(tables.map((x) => [x.table, x.state, x.last_snapshot_id]), [[table, 'RUNNING', String(await mainHead(table))]]);
+  // Adopt (seeding's endpoint) on the stopped connector: one snapshot without files, the rows unchanged.
+  assert.equal((await call(base, 'PUT', `/connectors/${name}/stop`)).status, 204);
+  await waitState(base, name, 'STOPPED:');
+  const adopted = await call(base, 'POST', `/connectors/${name}/iceberg/tables/${encodeURIComponent(table)}/adopt`, { holds_group_offsets: true });
+  assert.equal(adopted.status, 200, JSON.stringify(adopted.body));
+  assert.match((adopted.body as { table: string; result: string }).result, /^adopted: the table keeps what it holds/);
+  assert.notEqual(await mainHead(table), BigInt(tables[0]?.last_snapshot_id ?? '0'), 'the adopt committed a snapshot');
+  await stopWorker(w);
+  await assertExactlyOnce(table, [...first, ...second]);
+  assert.equal(await duckdbCount(table), first.length + second.length, 'DuckDB counts the same rows');
 });

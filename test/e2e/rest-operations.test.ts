@@ -127,3 +127,37 @@ test('pause, resume, stop, restart and a worker restart through the REST API: no
   await assertExactlyOnce(table, produced);
   assert.equal(await duckdbCount(table), produced.length);
 });
+
+test('a task FAILED by a bad record stays FAILED in the REST status with its trace while the worker serves; a fixed config brings it back', { timeout: 300_000 }, async (t) => {
+  const res = await e2eResources(t);
+  const name = unique('rest-failed');
+  const topic = unique('rest-failed-src');
+  const control = unique('rest-failed-control');
+  const table = `${uniqueIdent('e2e_restf')}.events`;
+  res.topics.push(topic, control);
+  res.tables.push(table);
+  const good = await produceJson(topic, 1, Array.from({ length: 20 }, (_, i) => ({ partition: 0, value: { i } })));
+  const bad = await produceJson(topic, 1, [{ partition: 0, value: 'not an object' }]);
+  const later = await produceJson(topic, 1, Array.from({ length: 10 }, (_, i) => ({ partition: 0, value: { i: 100 + i } })));
+  const connector = sinkConnector({ name, topics: topic, controlTopic: control, config: { ...SCHEMALESS_JSON, 'iceberg.tables': table, 'iceberg.tables.auto-create-enabled': 'true' } });
+  const worker = startWorker({ connectors: [], args: [] }); // no --exit-on-failure: FAILED shows in the API
+  res.workers.push(worker);
+  const base = await worker.restUrl();
+  assert.equal((await call(base, 'POST', '/connectors', connector)).status, 201);
+  const failed = await waitStatus(base, name, (s) => s.tasks[0]?.state === 'FAILED', 'FAILED', worker);
+  const trace = (failed.tasks[0] as { trace?: string }).trace ?? '';
+  assert.match(trace, new RegExp(`${topic}-0@${String(bad[0]?.offset)}|${topic}/0@${String(bad[0]?.offset)}`), `the trace names the bad record: ${trace.slice(0, 300)}`);
+  await sleep(2_000);
+  assert.equal(worker.child.exitCode, null, 'the worker keeps serving with a FAILED task');
+  assert.equal((await call(base, 'GET', '/')).status, 200);
+  // The fix: tolerate bad records; the new config restarts the connector and its tasks.
+  const fixed = await call(base, 'PUT', `/connectors/${name}/config`, { ...connector.config, 'errors.tolerance': 'all' });
+  assert.equal(fixed.status, 200, JSON.stringify(fixed.body));
+  await waitStatus(base, name, (s) => states(s) === 'RUNNING:RUNNING', 'RUNNING after the fix', worker);
+  // (waitCommitted would stop at the failure logged before the fix)
+  const deadline = Date.now() + 120_000;
+  while (committedRecords(worker, table) < good.length + later.length && Date.now() < deadline) await sleep(500);
+  assert.equal(committedRecords(worker, table), good.length + later.length, 'the good records landed after the fix');
+  await stopWorker(worker); // exit 0: the FAILED task was replaced by the fixed connector's
+  await assertExactlyOnce(table, [...good, ...later]);
+});

@@ -62,11 +62,11 @@ const KEYS: Record<keyof StackEndpoints, string> = {
 
 let cached: StackEndpoints | undefined;
 
-/** The stack's endpoints; throws (naming the fix) when the stack was never brought up. */
-export function stackEndpoints(): StackEndpoints {
-  if (cached !== undefined) return cached;
-  const run = process.env['ICEFLOE_RUN'] ?? '/tmp/icefloe-stack';
-  const file = join(run, 'endpoints.env');
+function endpointsFile(): string {
+  return join(process.env['ICEFLOE_RUN'] ?? '/tmp/icefloe-stack', 'endpoints.env');
+}
+
+function readEndpoints(file: string): Map<string, string> {
   let text: string;
   try {
     text = readFileSync(file, 'utf8');
@@ -79,6 +79,14 @@ export function stackEndpoints(): StackEndpoints {
     if (line.startsWith('#') || eq < 0) continue;
     values.set(line.slice(0, eq), line.slice(eq + 1));
   }
+  return values;
+}
+
+/** The stack's endpoints; throws (naming the fix) when the stack was never brought up. */
+export function stackEndpoints(): StackEndpoints {
+  if (cached !== undefined) return cached;
+  const file = endpointsFile();
+  const values = readEndpoints(file);
   const out: Partial<StackEndpoints> = {};
   for (const [field, key] of Object.entries(KEYS) as [keyof StackEndpoints, string][]) {
     const v = values.get(key);
@@ -87,6 +95,18 @@ export function stackEndpoints(): StackEndpoints {
   }
   cached = out as StackEndpoints;
   return cached;
+}
+
+/**
+ * The REST URL of the stack's reference Kafka Connect worker (scripts/stack.d/connect.sh). Apart from
+ * stackEndpoints() on purpose: a stack brought up before the service existed lacks the key, and only
+ * the tests that use the worker should fail for that, naming the fix.
+ */
+export function connectWorkerUrl(): string {
+  const file = endpointsFile();
+  const url = readEndpoints(file).get('ICEFLOE_CONNECT_URL');
+  if (url === undefined) throw new Error(`${file} lacks ICEFLOE_CONNECT_URL (the Kafka Connect reference worker): run scripts/stack start connect`);
+  return url;
 }
 
 /**

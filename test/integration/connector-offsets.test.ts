@@ -140,6 +140,10 @@ test('GET lists the group\'s offsets for the connector\'s topics (list or regex)
   assert.equal(await alterConnectorOffsets(c.deps, connector, { offsets: [at(c.topic, 1, null)] }), ALTERED_MESSAGE);
   assert.deepEqual((await connectorOffsets(c.admin, connector)).offsets.map((o) => o.offset), [{ kafka_offset: 4 }, { kafka_offset: 0 }], 'null: where a task without offsets starts (the log start)');
 
+  // With auto.offset.reset=latest (app.ts resolves it as the task's consumer does), a task starts at the end.
+  assert.equal(await alterConnectorOffsets({ ...c.deps, offsetReset: 'latest' }, connector, { offsets: [at(c.topic, 0, null)] }), ALTERED_MESSAGE);
+  assert.deepEqual((await connectorOffsets(c.admin, connector)).offsets.map((o) => o.offset), [{ kafka_offset: 10 }, { kafka_offset: 0 }], 'null under latest: the end');
+
   assert.equal(await resetConnectorOffsets(c.deps, connector), RESET_MESSAGE);
   assert.deepEqual(await connectorOffsets(c.admin, connector), { offsets: [] }, 'the group is gone');
   assert.equal(await resetConnectorOffsets(c.deps, connector), RESET_MESSAGE, 'a reset of a group that does not exist is success');

@@ -14,6 +14,7 @@ const root = fileURLToPath(new URL('../..', import.meta.url));
 /** Service → the smoke file that covers it and the name its failure must carry. Dependents come first. */
 const SERVICES: [service: string, smokeFile: string, named: string][] = [
   ['proxy', 'test/smoke/fault-proxy.test.ts', 'Fault-injection proxy'],
+  ['connect', 'test/smoke/connect.test.ts', 'Kafka Connect reference worker'],
   ['kafka', 'test/smoke/kafka.test.ts', 'Kafka'],
   ['registry', 'test/smoke/registry.test.ts', 'Schema registry'],
   ['catalog', 'test/smoke/catalog.test.ts', 'Iceberg REST catalog'],

@@ -78,7 +78,7 @@ test('https: a PKCS12 or PEM keystore from listeners.https.ssl.* (all or nothing
   const p12 = rest({ listeners: 'https://:8443', 'ssl.keystore.location': 'ks.p12', 'ssl.keystore.password': 'pw', 'ssl.keystore.type': 'pkcs12' });
   assert.equal(p12.tls.prefix, '');
   assert.equal(p12.tls.keystoreType, 'PKCS12');
-  assert.equal(p12.tls.keystoreLocation, 'ks.p12');
+  assert.equal(p12.tls.keystoreLocation, '/srv/icefloe/ks.p12');
   assert.equal(p12.tls.keystorePassword?.reveal(), 'pw');
   assert.ok(!JSON.stringify(p12.tls).includes('pw'), 'the password prints as [hidden]');
   // Any listeners.https.* key wins over every ssl.* key (Connect's valuesWithPrefixAllOrNothing).

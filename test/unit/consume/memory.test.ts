@@ -9,7 +9,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { ConfigError, FatalError, RetriableError } from '../../../src/core/errors.ts';
 import { SILENT_LOGGER } from '../../../src/core/log.ts';
-import { isFenced, requiresAbort } from '../../../src/consume/port.ts';
+import { GroupNotEmptyError, isFenced, requiresAbort } from '../../../src/consume/port.ts';
 import type { ConsumerGroupMetadata, RawRecord, RebalanceListener, RevokeInfo, TopicPartition } from '../../../src/consume/port.ts';
 import { MemoryKafka, appliedButFailed, timedOut } from '../../../src/consume/memory/index.ts';
 import type { MemoryKafkaSource } from '../../../src/consume/memory/index.ts';
@@ -528,6 +528,24 @@ test('admin: topics with their configs, a new topic id on every creation, cluste
   await admin.ensureTopic({ name: 'ctl', partitions: 1, replicationFactor: -1 });
   assert.notEqual(await admin.topicId('ctl'), firstId, 'a recreated topic has a new id');
   assert.deepEqual(await admin.watermarks('ctl'), [{ topic: 'ctl', partition: 0, low: 0n, high: 0n, lastStable: 0n }]);
+});
+
+test('admin: listTopics names every topic; deleteGroup removes a group\'s offsets, is false for an unknown group, and refuses a group with members', async () => {
+  const kafka = new MemoryKafka();
+  const admin = kafka.createAdmin();
+  await admin.ensureTopic({ name: 'b', partitions: 1, replicationFactor: -1 });
+  await admin.ensureTopic({ name: 'a', partitions: 2, replicationFactor: -1 });
+  assert.deepEqual(await admin.listTopics(), ['a', 'b']);
+  kafka.commitOffsets('g', [{ topic: 'a', partition: 1, offset: 3n }]);
+  assert.equal(await admin.deleteGroup('g'), true);
+  assert.equal(kafka.committed('g', { topic: 'a', partition: 1 }), null);
+  assert.equal(await admin.deleteGroup('g'), false, 'gone already');
+  const source = kafka.createSource({ groupId: 'live' });
+  await source.subscribe({ kind: 'list', topics: ['a'] }, NO_LISTENER);
+  await source.poll({ maxRecords: 1, timeoutMs: 0 });
+  await assert.rejects(admin.deleteGroup('live'), (e: unknown) => e instanceof GroupNotEmptyError && e.groupId === 'live');
+  await source.close();
+  assert.equal(await admin.deleteGroup('live'), true, 'once the member left');
 });
 
 test('regex subscription matches whole topic names and picks up a topic created later', async () => {

@@ -27,9 +27,9 @@ test('POST /connectors: 201, absolute Location, ConnectorInfo; numbers and boole
   await r.req('POST', '/connectors', '{"name":"n","config":{"connector.class":"x","a":2.50,"b":12345678901234567890}}');
   assert.deepEqual(r.herder.calls.at(-1)?.[2], { 'connector.class': 'x', a: '2.50', b: '12345678901234567890', name: 'n' });
   // The name is trimmed; a percent-encoded name comes back encoded in Location.
-  const spaced = await r.req('POST', '/connectors', { name: '  a b  ', config: { 'connector.class': SINK_CLASS } }, { host: 'h:1' });
-  assert.equal(spaced.headers.location, 'http://h:1/connectors/a%20b');
-  assert.equal(r.herder.calls.at(-1)?.[1], 'a b');
+  const spaced = await r.req('POST', '/connectors', { name: '  a b->c:d  ', config: { 'connector.class': SINK_CLASS } }, { host: 'h:1' });
+  assert.equal(spaced.headers.location, 'http://h:1/connectors/a%20b-%3Ec:d', 'encoded as a URI path (observed on 4.3.1: %20a-%3Eb)');
+  assert.equal(r.herder.calls.at(-1)?.[1], 'a b->c:d');
 });
 
 test('POST /connectors: initial_state in any case (another is Jackson\'s 500); name mismatch and nulls 400; nested values 500 as on 4.3.1', async () => {

@@ -11,6 +11,9 @@ import type {
   ConnectorOffsets,
   ConnectorStateInfo,
   HerderApi,
+  IcebergAdoptReport,
+  IcebergReplayReport,
+  IcebergTableStatus,
   LoggerLevel,
   PluginInfo,
   RestartOptions,
@@ -232,6 +235,35 @@ export class FakeHerder implements HerderApi {
     await this.#wait();
     this.#stopped(name);
     return 'The Connect framework-managed offsets for this connector have been reset successfully. However, if this connector manages offsets externally, they will need to be manually reset in the system that the connector uses.';
+  }
+
+  icebergTables(name: string): readonly IcebergTableStatus[] {
+    this.#record('icebergTables', name);
+    const e = this.#get(name);
+    if (e.target === 'STOPPED') return [];
+    return [{ table: 'db.orders', branch: 'main', state: 'RUNNING', reason: null, last_snapshot_id: '9007199254740993', last_commit_ms: 1700000000000 }];
+  }
+
+  async replayTable(name: string, table: string, snapshotId: bigint): Promise<IcebergReplayReport> {
+    this.#record('replayTable', name, table, snapshotId);
+    await this.#wait();
+    this.#stopped(name);
+    return {
+      table,
+      branch: 'main',
+      snapshotId: String(snapshotId),
+      replaced: '9007199254740993',
+      replaySnapshotId: '9007199254740995',
+      offsets: [{ topic: 'orders', partition: 0, offset: '20' }],
+      result: `rolled back to snapshot ${snapshotId}`,
+    };
+  }
+
+  async adoptTable(name: string, table: string, options: { readonly holdsGroupOffsets: boolean }): Promise<IcebergAdoptReport> {
+    this.#record('adoptTable', name, table, options);
+    await this.#wait();
+    this.#stopped(name);
+    return { table, branch: 'main', action: 'adopt', stored: { '0': '5' }, connectorPosition: null, reapplyMark: null, result: 'adopted' };
   }
 
   activeTopics(name: string): Readonly<Record<string, { readonly topics: readonly string[] }>> {

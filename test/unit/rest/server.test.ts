@@ -13,7 +13,7 @@ import { basicAuthFromProperties } from '../../../src/rest/auth.ts';
 import { SINK_CLASS } from './fake-herder.ts';
 import { assertError, rig } from './rig.ts';
 
-test('GET / answers ServerInfo; /health maps healthy 200, starting 503, unhealthy 500, and no answer in time to 500', async () => {
+test('GET / answers ServerInfo; /health maps healthy 200, starting 503, unhealthy 500, and no answer in time to 500', { timeout: 10_000 }, async () => {
   const r = rig({ healthTimeoutMs: 50 });
   const root = await r.req('GET', '/');
   assert.equal(root.status, 200);
@@ -73,7 +73,7 @@ test('Content-Type: another media type is 415 on every JSON resource, body or no
   assertError(await r.req('PUT', '/connectors/a/config', '{'), 500, /^Malformed JSON/);
 });
 
-test('a herder call that does not answer in time is 500 "Request timed out"', async () => {
+test('a herder call that does not answer in time is 500 "Request timed out"', { timeout: 10_000 }, async () => {
   const r = rig({ requestTimeoutMs: 30 });
   r.herder.add('orders');
   r.herder.hang = new Promise<never>(() => undefined);
@@ -115,6 +115,11 @@ test('plugins: connectorsOnly defaults to true; plugin config; unknown plugin 40
   assert.deepEqual((await r.req('GET', '/connector-plugins')).json, [{ class: SINK_CLASS, type: 'sink', version: '1.9.2' }]);
   assert.deepEqual(r.herder.calls.at(-1), ['plugins', true]);
   assert.equal(((await r.req('GET', '/connector-plugins/?connectorsOnly=false')).json as unknown[]).length, 2);
+  assert.deepEqual(r.herder.calls.at(-1), ['plugins', false]);
+  // An empty value takes the default, any other value but "true" is false (observed on 4.3.1).
+  await r.req('GET', '/connector-plugins?connectorsOnly=');
+  assert.deepEqual(r.herder.calls.at(-1), ['plugins', true]);
+  await r.req('GET', '/connector-plugins?connectorsOnly=nope');
   assert.deepEqual(r.herder.calls.at(-1), ['plugins', false]);
   const config = await r.req('GET', '/connector-plugins/IcebergSinkConnector/config');
   assert.equal((config.json as { name: string }[])[0]?.name, 'tasks.max');

@@ -10,8 +10,10 @@ import { ConfigError, FatalError, RequestRefused } from '../../../src/core/error
 import type { Logger } from '../../../src/core/log.ts';
 import { parseConnectorConfig } from '../../../src/config/connector-config.ts';
 import type { ConnectorCommitter } from '../../../src/coordinate/committer.ts';
+import { offsetsRequireStoppedMessage } from '../../../src/runtime/connector-offsets.ts';
 import { StandaloneHerder } from '../../../src/runtime/herder.ts';
 import type { ConnectorStore, StoredConnector } from '../../../src/runtime/herder.ts';
+import type { IcebergAdoptReport, IcebergReplayReport } from '../../../src/runtime/herder-api.ts';
 import { StandaloneWorker } from '../../../src/runtime/worker.ts';
 import type { TaskHandle } from '../../../src/runtime/worker.ts';
 import { until } from './rig.ts';
@@ -37,13 +39,13 @@ interface ScriptedTask {
   end(error?: unknown): void;
 }
 
-function rig(options: { stored?: StoredConnector[]; failStart?: () => boolean } = {}) {
+function rig(options: { adoptFails?: unknown; tableStatus?: () => unknown[]; stored?: StoredConnector[]; failStart?: () => boolean; roundFails?: () => boolean; note?: () => string | undefined } = {}) {
   const tasks: ScriptedTask[] = [];
   let saved: readonly StoredConnector[] = options.stored ?? [];
   const store: ConnectorStore = { load: () => saved, save: (c) => void (saved = structuredClone(c)) };
   const committer = {
-    round: () => Promise.resolve([]),
-    tableStatus: () => [],
+    round: () => (options.roundFails?.() === true ? Promise.reject(new Error('catalog http://cat:8181 unreachable: ECONNREFUSED')) : Promise.resolve([])),
+    tableStatus: () => options.tableStatus?.() ?? [],
     controlStatus: () => ({ readRecords: 0, readBytes: 0, ignoredOtherConnector: 0, ignoredForeign: 0, bufferedRecords: 0, bufferedBytes: 0, behind: false, parkedTables: [] }),
   } as unknown as ConnectorCommitter;
   let commitersCreated = 0;
@@ -66,7 +68,10 @@ function rig(options: { stored?: StoredConnector[]; failStart?: () => boolean } 
         done,
         stop: () => Promise.resolve(void ((t.stopped = true), t.end())),
         fail: (m) => Promise.resolve(t.end(new FatalError(m))),
-        state: () => ({ state: t.state }),
+        state: () => {
+          const note = options.note?.();
+          return { state: t.state, ...(note === undefined ? {} : { note }) };
+        },
         pause: () => void (t.state = 'PAUSED'),
         resume: () => void (t.state = 'RUNNING'),
         topics: () => ['orders'],
@@ -93,13 +98,30 @@ function rig(options: { stored?: StoredConnector[]; failStart?: () => boolean } 
       alter: (c) => Promise.resolve(void offsetsCalls.push(`alter ${c.name}`)).then(() => 'altered'),
       reset: (c) => Promise.resolve(void offsetsCalls.push(`reset ${c.name}`)).then(() => 'reset'),
     },
+    tables: {
+      // Records whether every task had stopped when the operation ran: the STOPPED rule is about that.
+      replay: (c, table, snapshotId) => Promise.resolve(void offsetsCalls.push(`replay ${c.name} ${table} ${snapshotId} tasks-stopped=${tasks.every((x) => x.stopped)}`)).then(() => replayReport(table, snapshotId)),
+      adopt: (c, table, o) => {
+        offsetsCalls.push(`adopt ${c.name} ${table} ${o.holdsGroupOffsets}`);
+        return options.adoptFails === undefined ? Promise.resolve(adoptReport(table)) : Promise.reject(options.adoptFails);
+      },
+    },
     plugins: { plugins: () => [], pluginConfig: () => [], validate: () => Promise.reject(new Error('unused')) },
     loggers: { loggers: () => ({}), logger: () => ({ level: 'INFO', last_modified: null }), setLevel: () => [] },
     serverInfo: () => Promise.resolve({ version: '3.9.0', commit: 'x', kafka_cluster_id: 'c' }),
     workerId: () => '127.0.0.1:8083',
     topicTracking: { enabled: true, allowReset: true },
+    pluginVersion: (cls) => (cls === 'org.apache.iceberg.connect.IcebergSinkConnector' ? '1.11.0' : undefined),
   });
   return { herder, worker, tasks, store: () => saved, offsetsCalls, commitersCreated: () => commitersCreated };
+}
+
+function replayReport(table: string, snapshotId: bigint): IcebergReplayReport {
+  return { table, branch: 'main', snapshotId: String(snapshotId), replaced: '2', replaySnapshotId: '3', offsets: [], result: 'rolled back' };
+}
+
+function adoptReport(table: string): IcebergAdoptReport {
+  return { table, branch: 'main', action: 'adopt', stored: 'none', connectorPosition: null, reapplyMark: null, result: 'adopted' };
 }
 
 const state = (h: StandaloneHerder, name: string): string => {
@@ -177,7 +199,14 @@ test('initial_state PAUSED and STOPPED; a connector that cannot start is FAILED 
   await until('running after the restart', () => state(r.herder, 'broken') === 'RUNNING:RUNNING,RUNNING');
 
   await r.herder.createConnector('later', CONFIG, 'PAUSED');
-  await until('created paused', () => r.herder.connectorNames().includes('later') && state(r.herder, 'later') === 'PAUSED:PAUSED,PAUSED');
+  assert.equal(state(r.herder, 'later'), 'PAUSED:', 'created PAUSED: no tasks until resumed, as Connect');
+  assert.equal(r.worker.running().includes('later'), false);
+  assert.deepEqual(r.store().find((c) => c.name === 'later')?.tasks, false);
+  await r.herder.resumeConnector('later');
+  await until('resumed with its tasks', () => state(r.herder, 'later') === 'RUNNING:RUNNING,RUNNING');
+  await r.herder.pauseConnector('later');
+  await until('paused with its tasks', () => state(r.herder, 'later') === 'PAUSED:PAUSED,PAUSED');
+  assert.equal(r.herder.connectorStatus('later').tasks[0]?.version, '1.11.0', 'status entries carry the plugin version (KIP-891)');
   await r.herder.createConnector('off', CONFIG, 'STOPPED');
   assert.equal(state(r.herder, 'off'), 'STOPPED:');
   assert.equal(r.worker.running().includes('off'), false);
@@ -222,4 +251,75 @@ test('connectors in the store start with the worker in their stored state; the c
   assert.equal(state(r.herder, 'new'), 'RUNNING:RUNNING,RUNNING');
   assert.equal(state(r.herder, 'off'), 'STOPPED:');
   assert.equal(r.store().find((c) => c.name === 'kept')?.config['tasks.max'], '1');
+});
+
+test('status says why: failing committer rounds in the connector\'s trace, a task\'s reason in its trace while it runs', async (t) => {
+  let failing = false;
+  let note: string | undefined;
+  const r = rig({ roundFails: () => failing, note: () => note });
+  t.after(() => r.herder.stop());
+  await r.herder.start([]);
+  await r.herder.createConnector('orders', { ...CONFIG, 'iceberg.control.commit.interval-ms': '20' }, 'STARTED');
+  await until('running', () => r.herder.connectorNames().includes('orders') && state(r.herder, 'orders') === 'RUNNING:RUNNING,RUNNING');
+  assert.equal(r.herder.connectorStatus('orders').connector.trace, undefined, 'nothing to say while all is well');
+  failing = true;
+  note = 'partitions orders[3] wait for a record\'s schema from the registry (since 2026-12-02T12:03:10.000Z)';
+  await until('the committer failing shows', () => /committer rounds failing since \S+ \(\d+ in a row\): catalog http:\/\/cat:8181 unreachable/.test(r.herder.connectorStatus('orders').connector.trace ?? ''), 30_000);
+  assert.equal(r.herder.connectorStatus('orders').connector.state, 'RUNNING');
+  assert.equal(r.herder.taskStatus('orders', 0).trace, note);
+  failing = false;
+  note = undefined;
+  await until('cleared by a round that goes through', () => r.herder.connectorStatus('orders').connector.trace === undefined, 30_000);
+  assert.equal(r.herder.taskStatus('orders', 0).trace, undefined);
+});
+
+test('Iceberg tables: replay and adopt only while STOPPED (the offsets\' message), after the stop has finished; tool refusals are 400s; table status from the committer', async (t) => {
+  const lastSnapshotId = 2n ** 62n + 1n; // more digits than a JSON number keeps
+  const r = rig({
+    adoptFails: new ConfigError('db.orders changed while adopting (another commit landed): run the command again'),
+    tableStatus: () => [
+      { table: 'db.orders', state: 'RUNNING', lastSnapshotId, lastCommitMs: 1_700_000_000_000 },
+      { table: 'db.returns', state: 'STOPPED', branch: 'audit', reason: { code: 'control-records-lost', message: 'announcements deleted by retention' } },
+    ],
+  });
+  t.after(() => r.herder.stop());
+  await r.herder.start([]);
+  await r.herder.createConnector('orders', CONFIG, 'STARTED');
+  await until('running', () => r.herder.connectorNames().includes('orders') && state(r.herder, 'orders') === 'RUNNING:RUNNING,RUNNING');
+  await until('committer reports', () => r.herder.icebergTables('orders').length === 2);
+  assert.deepEqual(r.herder.icebergTables('orders'), [
+    { table: 'db.orders', branch: 'main', state: 'RUNNING', reason: null, last_snapshot_id: String(lastSnapshotId), last_commit_ms: 1_700_000_000_000 },
+    { table: 'db.returns', branch: 'audit', state: 'STOPPED', reason: 'control-records-lost: announcements deleted by retention', last_snapshot_id: null, last_commit_ms: null },
+  ]);
+
+  const notStopped = (e: unknown): boolean => e instanceof RequestRefused && e.refusal === 'bad-request' && e.message === offsetsRequireStoppedMessage('orders');
+  await assert.rejects(r.herder.replayTable('orders', 'db.orders', 1n), notStopped);
+  await assert.rejects(r.herder.adoptTable('orders', 'db.orders', { holdsGroupOffsets: true }), notStopped);
+  await r.herder.pauseConnector('orders');
+  await assert.rejects(r.herder.replayTable('orders', 'db.orders', 1n), notStopped, 'PAUSED is not STOPPED: the group still has members');
+  assert.deepEqual(r.offsetsCalls, [], 'nothing ran while the connector was not STOPPED');
+
+  await r.herder.stopConnector('orders');
+  const report = await r.herder.replayTable('orders', 'db.orders', lastSnapshotId);
+  assert.deepEqual(report, replayReport('db.orders', lastSnapshotId));
+  assert.deepEqual(r.offsetsCalls, [`replay orders db.orders ${lastSnapshotId} tasks-stopped=true`], 'the stop requested just before had finished');
+  assert.deepEqual(r.herder.icebergTables('orders'), [], 'no committer while STOPPED');
+
+  await assert.rejects(
+    r.herder.adoptTable('orders', 'db.orders', { holdsGroupOffsets: true }),
+    (e: unknown) => e instanceof RequestRefused && e.refusal === 'bad-request' && e.message.startsWith('db.orders changed while adopting'),
+  );
+  assert.equal(r.offsetsCalls[1], 'adopt orders db.orders true');
+  const unknown = (e: unknown): boolean => e instanceof RequestRefused && e.refusal === 'not-found' && e.message === 'Connector nope not found';
+  await assert.rejects(r.herder.replayTable('nope', 'db.orders', 1n), unknown);
+  await assert.rejects(r.herder.adoptTable('nope', 'db.orders', { holdsGroupOffsets: false }), unknown);
+  assert.throws(() => r.herder.icebergTables('nope'), unknown);
+});
+
+test('Iceberg tables: a failure of the operation itself is not turned into a 400', async (t) => {
+  const r = rig({ adoptFails: new Error('catalog http://cat:8181 unreachable: ECONNREFUSED') });
+  t.after(() => r.herder.stop());
+  await r.herder.start([]);
+  await r.herder.createConnector('orders', CONFIG, 'STOPPED');
+  await assert.rejects(r.herder.adoptTable('orders', 'db.orders', { holdsGroupOffsets: false }), (e: unknown) => !(e instanceof RequestRefused) && /ECONNREFUSED/.test(String(e)));
 });
