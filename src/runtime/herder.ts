@@ -142,6 +142,8 @@ export class StandaloneHerder implements HerderApi {
   /** The per-name chains of operations (kept across delete: a re-create waits for the old stop). */
   private readonly chains = new Map<string, Promise<void>>();
   private started = false;
+  /** Set by stop(): operations queued after it do not start connectors again. */
+  private stopped = false;
 
   constructor(deps: HerderDeps) {
     this.d = deps;
@@ -171,8 +173,13 @@ export class StandaloneHerder implements HerderApi {
     return [...this.entries].filter(([, e]) => e.startFailure !== undefined).map(([name, e]) => ({ name, error: e.startError }));
   }
 
-  /** Stops every connector (their last cycles commit); the stored state stays as it is. */
+  /**
+   * Stops every connector (their last cycles commit); the stored state stays as it is. Operations under
+   * way (a DELETE's stop, a restart) finish first, so no connector is closed twice at once.
+   */
   async stop(): Promise<void> {
+    this.stopped = true;
+    await Promise.allSettled(this.chains.values());
     await this.d.worker.stop();
   }
 
@@ -471,7 +478,7 @@ export class StandaloneHerder implements HerderApi {
   }
 
   private reconcile(name: string): Promise<void> {
-    return this.chain(name, () => this.apply(name));
+    return this.chain(name, () => (this.stopped ? Promise.resolve() : this.apply(name)));
   }
 
   /** Makes the worker match the stored config and target state of `name`. */

@@ -176,6 +176,8 @@ export interface ConnectorStatus {
 export class StandaloneWorker {
   private readonly d: WorkerDeps;
   private readonly connectors = new Map<string, RunningConnector>();
+  /** Connectors being stopped on their own (stopConnector), until they are. */
+  private readonly connectorStops = new Map<string, Promise<void>>();
 
   private readonly now: () => number;
   private stopping = false;
@@ -469,6 +471,9 @@ export class StandaloneWorker {
    */
   async stop(): Promise<void> {
     this.stopping = true;
+    // A connector already being stopped on its own (DELETE, PUT /stop just before) finishes that stop:
+    // closing it twice would close its clients under its last committer round.
+    await Promise.allSettled(this.connectorStops.values());
     await this.stopSlots([...this.connectors.values()].flatMap((c) => c.tasks));
     for (const c of this.connectors.values()) await this.closeConnector(c);
     this.connectors.clear();
@@ -478,15 +483,25 @@ export class StandaloneWorker {
    * Stops one connector (PUT /stop, a new config, DELETE): its tasks as on a worker stop, a last committer
    * round, its clients closed; the worker and its other connectors run on.
    */
-  async stopConnector(name: string): Promise<void> {
+  stopConnector(name: string): Promise<void> {
+    const running = this.connectorStops.get(name);
+    if (running !== undefined) return running;
     const c = this.connectors.get(name);
-    if (c === undefined) return;
+    if (c === undefined || this.stopping) return Promise.resolve();
     c.stopping = true;
-    await this.stopSlots(c.tasks);
-    await this.closeConnector(c);
-    this.connectors.delete(name);
-    this.d.log.info('connector stopped', { connector: name });
-    this.checkAllFailed();
+    const stop = (async () => {
+      try {
+        await this.stopSlots(c.tasks);
+        await this.closeConnector(c);
+      } finally {
+        this.connectors.delete(name);
+        this.connectorStops.delete(name);
+      }
+      this.d.log.info('connector stopped', { connector: name });
+      this.checkAllFailed();
+    })();
+    this.connectorStops.set(name, stop);
+    return stop;
   }
 
   private async closeConnector(c: RunningConnector): Promise<void> {

@@ -49,13 +49,20 @@ function rig(options: { adoptFails?: unknown; tableStatus?: () => unknown[]; sto
     controlStatus: () => ({ readRecords: 0, readBytes: 0, ignoredOtherConnector: 0, ignoredForeign: 0, bufferedRecords: 0, bufferedBytes: 0, behind: false, parkedTables: [] }),
   } as unknown as ConnectorCommitter;
   let commitersCreated = 0;
+  let committersClosed = 0;
   const worker = new StandaloneWorker({
     log: quiet,
     taskShutdownTimeoutMs: 200,
     prepareConnector: () => (options.failStart?.() === true ? Promise.reject(new Error('control topic icefloe-control-x is compacted')) : Promise.resolve({ retentionMs: null })),
     createCommitter: () => {
       commitersCreated++;
-      return Promise.resolve({ committer, close: () => Promise.resolve() });
+      return Promise.resolve({
+        committer,
+        close: () => {
+          committersClosed++;
+          return new Promise<void>((resolve) => setTimeout(resolve, 50)); // a close that takes a moment
+        },
+      });
     },
     restartBackoff: { initialDelayMs: 60_000, maxDelayMs: 60_000 },
     startTask(_c, taskId, _announced, incarnation): TaskHandle {
@@ -113,7 +120,7 @@ function rig(options: { adoptFails?: unknown; tableStatus?: () => unknown[]; sto
     topicTracking: { enabled: true, allowReset: true },
     pluginVersion: (cls) => (cls === 'org.apache.iceberg.connect.IcebergSinkConnector' ? '1.11.0' : undefined),
   });
-  return { herder, worker, tasks, store: () => saved, offsetsCalls, commitersCreated: () => commitersCreated };
+  return { herder, worker, tasks, store: () => saved, offsetsCalls, commitersCreated: () => commitersCreated, committersClosed: () => committersClosed };
 }
 
 function replayReport(table: string, snapshotId: bigint): IcebergReplayReport {
@@ -322,4 +329,17 @@ test('Iceberg tables: a failure of the operation itself is not turned into a 400
   await r.herder.start([]);
   await r.herder.createConnector('orders', CONFIG, 'STOPPED');
   await assert.rejects(r.herder.adoptTable('orders', 'db.orders', { holdsGroupOffsets: false }), (e: unknown) => !(e instanceof RequestRefused) && /ECONNREFUSED/.test(String(e)));
+});
+
+test('a worker stop right after a DELETE waits for that connector\'s stop: each connector is closed once', async () => {
+  const r = rig();
+  await r.herder.start([]);
+  await r.herder.createConnector('a', CONFIG, 'STARTED');
+  await r.herder.createConnector('b', CONFIG, 'STARTED');
+  await until('both running', () => r.worker.running().length === 2 && r.tasks.length === 4);
+  await r.herder.deleteConnector('a'); // answers at once; the stop runs in the background
+  await r.herder.stop();
+  assert.equal(r.committersClosed(), 2, 'a closed by its DELETE, b by the worker stop, neither twice');
+  assert.deepEqual(r.worker.running(), []);
+  assert.ok(r.tasks.every((x) => x.stopped));
 });
