@@ -387,9 +387,27 @@ async function prepareControlTopic(admin: KafkaAdmin, c: ConnectorConfig, log: L
     log.warn('the control topic configuration is not checked (icefloe.control.topic.check-config=false); retention alarms assume icefloe.control.topic.retention-ms', { topic: control.topic });
     return control.topicRetentionMs < 0 ? null : control.topicRetentionMs;
   }
-  const retentionMs = checkControlTopicConfig(control.topic, await admin.topicConfigs(control.topic), control);
+  // ensureTopic made sure it exists (this call or another's created it): an unknown topic is metadata lag.
+  const retentionMs = checkControlTopicConfig(control.topic, await topicConfigsOf(admin, control.topic, control.autoCreateTopic), control);
   log.info('control topic checked', { topic: control.topic, retentionMs });
   return retentionMs;
+}
+
+/**
+ * The topic's configuration; a topic just created may not be known to the broker that answers
+ * DescribeConfigs for a moment (metadata propagation): when it must exist, asked again for up to 10 s.
+ */
+async function topicConfigsOf(admin: KafkaAdmin, topic: string, mustExist: boolean): Promise<Readonly<Record<string, string>>> {
+  const deadline = Date.now() + 10_000;
+  for (;;) {
+    try {
+      return await admin.topicConfigs(topic);
+    } catch (e) {
+      const unknown = e instanceof IcefloeError && e.context['unknownTopic'] === true;
+      if (!mustExist || !unknown || Date.now() > deadline) throw e;
+      await new Promise((resolve) => setTimeout(resolve, 200));
+    }
+  }
 }
 
 /**

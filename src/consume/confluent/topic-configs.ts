@@ -163,7 +163,7 @@ export function parseDescribeResponse(body: Buffer, topic: string): Record<strin
     const message = nstr();
     i8(); // resource type
     const name = nstr();
-    if (error === UNKNOWN_TOPIC_OR_PARTITION) throw new ConfigError(`control topic ${topic} does not exist (DescribeConfigs: UNKNOWN_TOPIC_OR_PARTITION)`, { context: { topic } });
+    if (error === UNKNOWN_TOPIC_OR_PARTITION) throw new ConfigError(`control topic ${topic} does not exist (DescribeConfigs: UNKNOWN_TOPIC_OR_PARTITION)`, { context: { topic, unknownTopic: true } });
     if (error === TOPIC_AUTHORIZATION_FAILED) {
       throw new ConfigError(`the worker may not describe the configs of control topic ${topic} (TOPIC_AUTHORIZATION_FAILED): grant DescribeConfigs on the topic`, { context: { topic } });
     }
