@@ -5,24 +5,14 @@
  * it is (2: the configuration, 1: the infrastructure), as src/cli.ts maps them.
  */
 import assert from 'node:assert/strict';
-import { createServer } from 'node:net';
 import { test } from 'node:test';
 import { unique } from '../helpers/kafka.ts';
 import { e2eResources, PROCESS_WORKER, produceJson, SCHEMALESS_JSON, sinkConnector, uniqueIdent } from '../helpers/sink-e2e.ts';
 import { startWorker } from '../helpers/worker.ts';
 import type { WorkerProcess } from '../helpers/worker.ts';
+import { freePort } from '../helpers/stack.ts';
 
 const TIMEOUT = 120_000;
-
-/** A TCP port nothing listens on: bound by the OS, then released. */
-async function closedPort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const address = server.address();
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  if (address === null || typeof address === 'string') throw new Error('no port');
-  return address.port;
-}
 
 /** The worker's stderr line from the CLI ("icefloe standalone: ..."), once it exited. */
 function cliError(w: WorkerProcess): string {
@@ -36,7 +26,7 @@ function connector(config: Record<string, string> = {}): { name: string; config:
 }
 
 test('unreachable Kafka: the message names bootstrap.servers and the cause (refused, unknown host, TLS against a plaintext listener)', { timeout: TIMEOUT }, async (t) => {
-  const port = await closedPort();
+  const port = await freePort();
   const cases = [
     { worker: { 'bootstrap.servers': `127.0.0.1:${port}` }, code: '1', message: new RegExp(`^icefloe standalone: cannot reach Kafka at bootstrap\\.servers=127\\.0\\.0\\.1:${port}: connection refused: nothing listens on 127\\.0\\.0\\.1:${port}; is Kafka running there, and is the port right\\? \\(librdkafka: Connect to ipv4#127\\.0\\.0\\.1:${port} failed: Connection refused\\); no metadata within 8 s$`) },
     { worker: { 'bootstrap.servers': 'no-such-host.invalid:9092' }, code: '2', message: /^icefloe standalone: cannot reach Kafka at bootstrap\.servers=no-such-host\.invalid:9092: the host name no-such-host\.invalid does not resolve \(unknown host\): check the name in bootstrap\.servers \(librdkafka: Failed to resolve 'no-such-host\.invalid:9092'/ },

@@ -10,7 +10,6 @@
  * and at the end every produced record in the table exactly once by Kafka coordinates.
  */
 import assert from 'node:assert/strict';
-import { createServer } from 'node:net';
 import { test } from 'node:test';
 import type { TestContext } from 'node:test';
 import { ConfluentKafkaSource } from '../../src/consume/confluent/index.ts';
@@ -22,21 +21,12 @@ import { kafkaSettings, sleep, unique } from '../helpers/kafka.ts';
 import { committedRecords, e2eResources, PROCESS_WORKER, produceJson, SCHEMALESS_JSON, sinkConnector, stopWorker, uniqueIdent, waitCommitted } from '../helpers/sink-e2e.ts';
 import { startWorker, untilWorkers } from '../helpers/worker.ts';
 import type { WorkerProcess } from '../helpers/worker.ts';
+import { freePort } from '../helpers/stack.ts';
 
 const TIMEOUT = 600_000;
 const PARTITIONS = 2;
 /** Longer than two commit intervals (the connector's is 3 s): a consuming task would have committed by then. */
 const QUIET_MS = 9_000;
-
-/** A port nothing listens on now (the worker binds it a moment later; loopback only). */
-async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const address = server.address();
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  if (address === null || typeof address === 'string') throw new Error('no port');
-  return address.port;
-}
 
 /** How many times the worker has logged stopping `connector` (PUT /stop, a new config, DELETE). */
 function stops(w: WorkerProcess, connector: string): number {

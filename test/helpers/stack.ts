@@ -6,7 +6,7 @@
  * service and says how to start it — never a skip.
  */
 import { readFileSync } from 'node:fs';
-import { connect } from 'node:net';
+import { connect, createServer } from 'node:net';
 import { join } from 'node:path';
 
 export interface StackEndpoints {
@@ -141,4 +141,14 @@ export function s3Settings(endpoint: string = stackEndpoints().s3Endpoint): {
 } {
   const e = stackEndpoints();
   return { endpoint, region: e.s3Region, forcePathStyle: true, credentials: { accessKeyId: e.s3AccessKey, secretAccessKey: e.s3SecretKey } };
+}
+
+/** A loopback TCP port nothing listens on now: bound by the OS, then released (a test binds or refuses it next). */
+export async function freePort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const address = server.address();
+  await new Promise<void>((resolve) => server.close(() => resolve()));
+  if (address === null || typeof address === 'string') throw new Error('no port');
+  return address.port;
 }
