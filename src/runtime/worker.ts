@@ -76,16 +76,37 @@ export interface WorkerDeps {
   prepareConnector(connector: ConnectorConfig): Promise<{ readonly retentionMs: number | null }>;
   /** Starts task `taskId`; `incarnation` counts its restarts (0: the first start). */
   startTask(connector: ConnectorConfig, taskId: number, onAnnounced: () => void, incarnation: number): TaskHandle;
-  createCommitter(connector: ConnectorConfig): Promise<{ readonly committer: ConnectorCommitter; close(): Promise<void> }>;
+  /**
+   * Opens the connector's committer. Null: another process holds its seat (distributed mode: the Redis
+   * lease) — the worker asks again every COMMITTER_SEAT_RETRY_MS while the committer is placed here.
+   * `onLost`: the seat was lost (lease expired or taken); the worker closes the committer at once.
+   */
+  createCommitter(connector: ConnectorConfig): Promise<OpenCommitter | null>;
   /** `task.shutdown.graceful.timeout.ms`: how long stopping tasks may take in all before they are killed. */
   readonly taskShutdownTimeoutMs?: number;
   /** The waits between restarts of a task (default RESTART_BACKOFF). */
   readonly restartBackoff?: BackoffBounds;
   /** Numbers in [0, 1) for the back-off's jitter (tests pin it). */
   readonly random?: () => number;
+  /** A task of a connector whose committer runs elsewhere announced a cycle (distributed mode: a wake-up job). */
+  readonly onAnnounced?: (connector: string) => void;
+}
+
+/** An open committer and what closes it. */
+export interface OpenCommitter {
+  readonly committer: ConnectorCommitter;
+  close(): Promise<void>;
+  onLost?(listener: (reason: string) => void): void;
+}
+
+/** What of a connector this worker runs: task numbers (0-based, before icefloe.tasks.id-offset) and the committer. */
+export interface ConnectorShare {
+  readonly taskIds: readonly number[];
+  readonly committer: boolean;
 }
 
 const HEALTH_CHECK_MS = 5_000;
+const COMMITTER_SEAT_RETRY_MS = 1_000;
 const DEFAULT_TASK_SHUTDOWN_TIMEOUT_MS = 30_000;
 /** From 1 s to 5 min between restarts of one task. */
 export const RESTART_BACKOFF: BackoffBounds = { initialDelayMs: 1_000, maxDelayMs: 300_000 };
@@ -94,6 +115,8 @@ const HEALTHY_RUN_MS = 10 * 60_000;
 
 /** One task number of a connector across its incarnations. */
 interface TaskSlot {
+  /** The task's number within the connector (startTask's argument). */
+  readonly n: number;
   readonly taskId: number;
   /** The current (or last) incarnation. */
   handle: TaskHandle;
@@ -142,11 +165,16 @@ export function failureSummary(failures: readonly TaskFailureLine[], total: numb
 
 interface RunningConnector {
   readonly config: ConnectorConfig;
-  readonly tasks: TaskSlot[];
-  /** Replaced when the connector instance is restarted (POST /connectors/{c}/restart). */
-  committer: ConnectorCommitter;
-  closeCommitter: () => Promise<void>;
-  loop: CommitterLoop;
+  /** The tasks this worker runs (all of the connector's in standalone mode; its share in a cluster). */
+  tasks: TaskSlot[];
+  /** Whether this worker should run the connector's committer. */
+  wantsCommitter: boolean;
+  /** The open committer (replaced when the connector instance is restarted); undefined while not seated here. */
+  seat: { readonly committer: ConnectorCommitter; readonly close: () => Promise<void>; readonly loop: CommitterLoop } | undefined;
+  /** A pending retry to take the committer's seat. */
+  seatTimer: NodeJS.Timeout | undefined;
+  /** The committer being opened or closed (operations on the seat run one after another). */
+  seatChain: Promise<void>;
   /** PUT /pause: every incarnation of its tasks is paused until PUT /resume. */
   paused: boolean;
   /** Set while the connector is being stopped on its own (PUT /stop, a new config, DELETE): no restarts. */
@@ -170,7 +198,10 @@ export interface ConnectorStatus {
   readonly committerFailing?: { readonly sinceMs: number; readonly count: number; readonly error: string };
   readonly tables: (ReturnType<ConnectorCommitter['tableStatus']>[number] & Partial<Pick<TableHealth, 'unappliedAgeMs' | 'retentionAlarm'>>)[];
   /** The committer's view of the control topic (records read, ignored, parked tables). */
-  readonly control: ReturnType<ConnectorCommitter['controlStatus']>;
+  /** Absent where this worker does not run the connector's committer. */
+  readonly control?: ReturnType<ConnectorCommitter['controlStatus']>;
+  /** Whether this worker runs the connector's committer now. */
+  readonly committer: boolean;
 }
 
 export class StandaloneWorker {
@@ -191,40 +222,136 @@ export class StandaloneWorker {
     this.now = deps.nowMs ?? Date.now;
   }
 
-  /** Starts a connector: its committer, then its tasks (paused from the start when `paused`). */
-  async start(connector: ConnectorConfig, options: { readonly paused?: boolean } = {}): Promise<void> {
+  /**
+   * Starts a connector: its committer, then its tasks (paused from the start when `paused`). `share`: the
+   * tasks and whether the committer run here (default: all of them, standalone).
+   */
+  async start(connector: ConnectorConfig, options: { readonly paused?: boolean; readonly share?: ConnectorShare } = {}): Promise<void> {
     if (this.connectors.has(connector.name)) throw new Error(`connector ${connector.name} runs already`);
     const log = this.d.log.child({ connector: connector.name });
+    const share = options.share ?? { taskIds: Array.from({ length: connector.tasksMax }, (_, n) => n), committer: true };
     const { retentionMs } = await this.d.prepareConnector(connector);
-    const { committer, close } = await this.d.createCommitter(connector);
-    const running: RunningConnector = { config: connector, tasks: [], committer, closeCommitter: close, loop: undefined as unknown as CommitterLoop, paused: options.paused === true, stopping: false,
-      retentionMs, health: { tables: [] }, failure: undefined, alarmed: new Set(),
+    const running: RunningConnector = { config: connector, tasks: [], wantsCommitter: share.committer, seat: undefined, seatTimer: undefined, seatChain: Promise.resolve(),
+      paused: options.paused === true, stopping: false, retentionMs, health: { tables: [] }, failure: undefined, alarmed: new Set(),
       healthTimer: setInterval(() => this.checkHealth(running, log), HEALTH_CHECK_MS).unref() };
-    running.loop = this.committerLoop(running, log);
+    // A committer that cannot open fails the start (standalone: the connector is FAILED with the reason).
+    if (share.committer) await this.openSeat(running, log, true);
     this.connectors.set(connector.name, running);
-    for (let t = 0; t < connector.tasksMax; t++) {
-      const handle = this.startIncarnation(running, t, 0);
-      const slot: TaskSlot = { taskId: handle.taskId, handle, ended: false, startedAtMs: this.now(), restarts: 0, lastFailure: undefined,
-        backoff: new Backoff(this.d.restartBackoff ?? RESTART_BACKOFF, this.d.random), restartTimer: undefined, failed: undefined };
-      running.tasks.push(slot);
-      this.watch(running, slot, t, log);
-    }
-    log.info('connector started', { tasks: connector.tasksMax, paused: running.paused, config: connector.redacted() });
+    for (const n of share.taskIds) this.addTask(running, n, log);
+    log.info('connector started', { tasks: share.taskIds.length, committer: share.committer, paused: running.paused, config: connector.redacted() });
   }
 
-  /** The committer's rounds; its first comes an interval or a wake later. */
-  private committerLoop(c: RunningConnector, log: Logger): CommitterLoop {
-    return new CommitterLoop(c.committer, {
-      intervalMs: c.config.control.commitIntervalMs,
-      log,
-      afterRound: () => this.checkHealth(c, log),
-    });
+  /**
+   * Changes what of a running connector this worker runs (distributed mode, after the placement moved):
+   * tasks no longer placed here stop as on a worker stop (their last cycle commits), new ones start; the
+   * committer is opened or closed.
+   */
+  async reassign(name: string, share: ConnectorShare): Promise<void> {
+    const c = this.connector(name);
+    const log = this.d.log.child({ connector: name });
+    const wanted = new Set(share.taskIds);
+    const leaving = c.tasks.filter((t) => !wanted.has(t.n));
+    if (leaving.length > 0) {
+      for (const t of leaving) t.replacing = true; // their end is neither a failure nor restarted
+      await this.stopSlots(leaving);
+      c.tasks = c.tasks.filter((t) => wanted.has(t.n));
+    }
+    const have = new Set(c.tasks.map((t) => t.n));
+    const joining = share.taskIds.filter((n) => !have.has(n));
+    for (const n of joining) this.addTask(c, n, log);
+    c.wantsCommitter = share.committer;
+    if (share.committer && c.seat === undefined) await this.openSeat(c, log, false);
+    if (!share.committer) await this.closeSeat(c);
+    if (leaving.length > 0 || joining.length > 0) log.info('connector share changed', { stopped: leaving.map((t) => t.n), started: joining, committer: share.committer });
+  }
+
+  /** What of the connector this worker runs now. */
+  share(name: string): ConnectorShare | undefined {
+    const c = this.connectors.get(name);
+    return c === undefined ? undefined : { taskIds: c.tasks.map((t) => t.n).sort((a, b) => a - b), committer: c.wantsCommitter };
+  }
+
+  private addTask(c: RunningConnector, n: number, log: Logger): void {
+    const handle = this.startIncarnation(c, n, 0);
+    const slot: TaskSlot = { n, taskId: handle.taskId, handle, ended: false, startedAtMs: this.now(), restarts: 0, lastFailure: undefined,
+      backoff: new Backoff(this.d.restartBackoff ?? RESTART_BACKOFF, this.d.random), restartTimer: undefined, failed: undefined };
+    c.tasks.push(slot);
+    c.tasks.sort((a, b) => a.n - b.n);
+    this.watch(c, slot, n, log);
+  }
+
+  /**
+   * Opens the committer and its loop. `mustOpen` (a connector's start): an error fails the start. Otherwise
+   * errors and a seat held elsewhere are retried every COMMITTER_SEAT_RETRY_MS while the committer is wanted.
+   */
+  private openSeat(c: RunningConnector, log: Logger, mustOpen: boolean): Promise<void> {
+    const open = async (): Promise<void> => {
+      clearTimeout(c.seatTimer);
+      c.seatTimer = undefined;
+      if (c.seat !== undefined || !c.wantsCommitter || c.stopping || this.stopping) return;
+      let opened: OpenCommitter | null;
+      try {
+        opened = await this.d.createCommitter(c.config);
+      } catch (e) {
+        if (mustOpen) throw e;
+        log.warn('could not open the committer; trying again', { error: errorMessage(e), retryInMs: COMMITTER_SEAT_RETRY_MS });
+        opened = null;
+      }
+      if (opened === null) {
+        c.seatTimer = setTimeout(() => void this.openSeat(c, log, false), COMMITTER_SEAT_RETRY_MS).unref();
+        return;
+      }
+      if (!c.wantsCommitter || c.stopping || this.stopping) {
+        await opened.close();
+        return;
+      }
+      const { committer, close } = opened;
+      const loop = new CommitterLoop(committer, { intervalMs: c.config.control.commitIntervalMs, log, afterRound: () => this.checkHealth(c, log) });
+      c.seat = { committer, close, loop };
+      opened.onLost?.((reason) => {
+        log.warn('committer seat lost: its rounds stop at once; another worker commits', { reason });
+        void this.closeSeat(c).then(() => {
+          if (c.wantsCommitter) return this.openSeat(c, log, false);
+          return undefined;
+        });
+      });
+    };
+    const next = c.seatChain.then(open);
+    c.seatChain = next.catch(() => undefined);
+    return next;
+  }
+
+  /** Stops the committer loop (its round under way finishes) and closes the committer. */
+  private closeSeat(c: RunningConnector): Promise<void> {
+    const close = async (): Promise<void> => {
+      clearTimeout(c.seatTimer);
+      c.seatTimer = undefined;
+      const seat = c.seat;
+      if (seat === undefined) return;
+      c.seat = undefined;
+      await seat.loop.stop();
+      await seat.close();
+    };
+    const next = c.seatChain.then(close);
+    c.seatChain = next.catch(() => undefined);
+    return next;
+  }
+
+  /** Wakes the connector's committer where it runs here (a task of this worker or, through a queue, of another announced). */
+  wakeCommitter(name: string): void {
+    this.connectors.get(name)?.seat?.loop.wake();
   }
 
   private startIncarnation(c: RunningConnector, n: number, incarnation: number): TaskHandle {
-    const handle = this.d.startTask(c.config, n, () => c.loop.wake(), incarnation);
+    const handle = this.d.startTask(c.config, n, () => this.announced(c), incarnation);
     if (c.paused) handle.pause();
     return handle;
+  }
+
+  /** A task of this worker announced a cycle: wake the committer, here or (d.onAnnounced) wherever it runs. */
+  private announced(c: RunningConnector): void {
+    c.seat?.loop.wake();
+    if (c.seat === undefined) this.d.onAnnounced?.(c.config.name);
   }
 
   /** The names of the connectors this worker runs. */
@@ -268,8 +395,8 @@ export class StandaloneWorker {
    */
   async restartTask(name: string, n: number): Promise<void> {
     const c = this.connector(name);
-    const slot = c.tasks[n];
-    if (slot === undefined) throw new Error(`connector ${name} has no task ${n}`);
+    const slot = c.tasks.find((t) => t.n === n);
+    if (slot === undefined) throw new Error(`connector ${name} has no task ${n} on this worker`);
     clearTimeout(slot.restartTimer);
     slot.restartTimer = undefined;
     const old = slot.handle;
@@ -298,21 +425,17 @@ export class StandaloneWorker {
   async restartConnector(name: string): Promise<void> {
     const c = this.connector(name);
     const log = this.d.log.child({ connector: name });
-    await c.loop.stop();
-    await c.closeCommitter();
-    const { committer, close } = await this.d.createCommitter(c.config);
-    c.committer = committer;
-    c.closeCommitter = close;
+    await this.closeSeat(c);
     c.failure = undefined;
     c.alarmed.clear();
     c.health = { tables: [] };
-    c.loop = this.committerLoop(c, log);
+    if (c.wantsCommitter) await this.openSeat(c, log, true);
     log.info('connector restarted on request');
   }
 
   /** Whether task `n` of the connector is FAILED (for good, or waiting for its automatic restart). */
   taskFailed(name: string, n: number): boolean {
-    const slot = this.connector(name).tasks[n];
+    const slot = this.connector(name).tasks.find((t) => t.n === n);
     return slot !== undefined && (slot.failed !== undefined || slot.restartTimer !== undefined);
   }
 
@@ -415,12 +538,13 @@ export class StandaloneWorker {
         restarts: t.restarts,
         ...(t.lastFailure === undefined ? {} : { lastFailure: t.lastFailure }),
       })),
-      tables: c.committer.tableStatus().map((t) => {
+      tables: (c.seat?.committer.tableStatus() ?? []).map((t) => {
         const h = c.health.tables.find((x) => x.table === t.table);
         return { ...t, ...(h === undefined ? {} : { retentionAlarm: h.retentionAlarm, ...(h.unappliedAgeMs === undefined ? {} : { unappliedAgeMs: h.unappliedAgeMs }) }) };
       }),
-      control: c.committer.controlStatus(),
-      ...(c.loop.failing === undefined ? {} : { committerFailing: { ...c.loop.failing } }),
+      ...(c.seat === undefined ? {} : { control: c.seat.committer.controlStatus() }),
+      committer: c.seat !== undefined,
+      ...(c.seat?.loop.failing === undefined ? {} : { committerFailing: { ...c.seat.loop.failing } }),
     }));
   }
 
@@ -429,7 +553,8 @@ export class StandaloneWorker {
    * table stopped or its oldest unapplied announcement nears the control topic's retention.
    */
   private checkHealth(c: RunningConnector, log: Logger): void {
-    const health = connectorHealth(c.config.name, c.config.control, c.retentionMs, c.committer.tableStatus(), this.now());
+    if (c.seat === undefined) return; // the committer runs elsewhere: its worker judges the tables
+    const health = connectorHealth(c.config.name, c.config.control, c.retentionMs, c.seat.committer.tableStatus(), this.now());
     c.health = health;
     for (const t of health.tables) {
       if (t.retentionAlarm && !c.alarmed.has(t.table)) {
@@ -462,7 +587,7 @@ export class StandaloneWorker {
   }
 
   committer(name: string): ConnectorCommitter | undefined {
-    return this.connectors.get(name)?.committer;
+    return this.connectors.get(name)?.seat?.committer;
   }
 
   /**
@@ -506,8 +631,8 @@ export class StandaloneWorker {
 
   private async closeConnector(c: RunningConnector): Promise<void> {
     clearInterval(c.healthTimer);
-    await c.loop.stop();
-    await c.closeCommitter();
+    c.wantsCommitter = false;
+    await this.closeSeat(c);
   }
 
   /** Stops tasks within `task.shutdown.graceful.timeout.ms` in all; one still running then is killed. */
