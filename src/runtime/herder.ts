@@ -27,7 +27,6 @@ import type {
   ConfigKeyInfo,
   ConnectorInfo,
   ConnectorOffsets,
-  ConnectorRunState,
   ConnectorStateInfo,
   HerderApi,
   IcebergAdoptReport,
@@ -39,11 +38,14 @@ import type {
   ServerInfo,
   TargetState,
   TaskInfo,
-  TaskRunState,
   TaskStateInfo,
   WorkerHealth,
 } from './herder-api.ts';
-import type { ConnectorStatus, StandaloneWorker } from './worker.ts';
+import type { ConnectorShare, StandaloneWorker } from './worker.ts';
+import type { ClusterPort, RestartRequest } from './cluster/cluster-api.ts';
+import { clusterConnectorStatus, localConnectorState, taskClass, taskState, tasksMaxOf } from './connector-status.ts';
+
+export type { ClusterPort, ReportedStatus, RestartRequest } from './cluster/cluster-api.ts';
 
 /** One connector as stored: the config exactly as submitted (with `name`) and the user's target state. */
 export interface StoredConnector {
@@ -58,10 +60,16 @@ export interface StoredConnector {
   readonly tasks?: boolean;
 }
 
-/** Where the herder keeps its connectors (standalone: a file in the worker's data directory). */
+/**
+ * Where the herder keeps its connectors (standalone: a file in the worker's data directory; distributed:
+ * the config topic, runtime/cluster/). `save` resolves once stored (a shared store: once read back, so the
+ * next request sees it).
+ */
 export interface ConnectorStore {
   load(): readonly StoredConnector[];
-  save(connectors: readonly StoredConnector[]): void;
+  save(connectors: readonly StoredConnector[]): void | Promise<void>;
+  /** A shared store: changes other workers stored (and echoes of ours, which change nothing). */
+  watch?(listener: (name: string, stored: StoredConnector | undefined) => void): void;
 }
 
 /** Sink offsets of the connector's consumer group (runtime/connector-offsets.ts behind it). */
@@ -113,6 +121,8 @@ export interface HerderDeps {
   /** The version of the connector plugin `connectorClass` names (KIP-891: status entries carry it). */
   pluginVersion(connectorClass: string): string | undefined;
   readonly topicTracking: { readonly enabled: boolean; readonly allowReset: boolean };
+  /** Distributed mode: the cluster (absent: standalone, every unit runs here). */
+  readonly cluster?: ClusterPort;
 }
 
 interface Entry {
@@ -156,6 +166,15 @@ export class StandaloneHerder implements HerderApi {
    */
   async start(commandLine: readonly Readonly<Record<string, string>>[]): Promise<void> {
     for (const s of this.d.store.load()) this.entries.set(s.name, { ...this.newEntry(s.config, s.target), hasTasks: s.tasks !== false });
+    this.d.store.watch?.((name, stored) => this.external(name, stored));
+    const cluster = this.d.cluster;
+    if (cluster !== undefined) {
+      cluster.onPlacement(() => {
+        for (const name of this.entries.keys()) void this.reconcile(name);
+      });
+      cluster.onRestart((name, request) => void this.restartHere(name, request));
+      this.placeConnectors();
+    }
     for (const config of commandLine) {
       const name = config['name'] ?? '';
       this.d.parse(config); // a bad file fails the worker's start (a ConfigError), as connect-standalone does
@@ -163,7 +182,7 @@ export class StandaloneHerder implements HerderApi {
       if (e === undefined) this.entries.set(name, this.newEntry(config, 'STARTED'));
       else e.config = config;
     }
-    this.save();
+    if (commandLine.length > 0) await this.save();
     await Promise.all([...this.entries.keys()].map((n) => this.reconcile(n)));
     this.started = true;
   }
@@ -209,19 +228,15 @@ export class StandaloneHerder implements HerderApi {
   connectorStatus(name: string): ConnectorStateInfo {
     const e = this.entries.get(name);
     if (e === undefined) throw new RequestRefused('not-found', `No status found for connector ${name}`);
+    if (this.d.cluster !== undefined) return this.clusterStatus(name, e, this.d.cluster);
     const worker_id = this.d.workerId();
     const v = this.d.pluginVersion(e.config['connector.class'] ?? '');
     const version = v === undefined ? {} : { version: v };
     const status = this.d.worker.status().find((s) => s.name === name);
-    if (status === undefined) {
-      const state: ConnectorRunState = e.restarting.has('connector') ? 'RESTARTING' : e.startFailure !== undefined ? 'FAILED' : e.target === 'STOPPED' ? 'STOPPED' : e.target === 'PAUSED' && !e.hasTasks ? 'PAUSED' : 'UNASSIGNED';
-      return { name, connector: { state, worker_id, ...version, ...(e.startFailure === undefined ? {} : { trace: e.startFailure }) }, tasks: [], type: 'sink' };
-    }
-    const why = connectorWhy(status);
     return {
       name,
-      connector: { state: e.restarting.has('connector') ? 'RESTARTING' : status.state, worker_id, ...version, ...(why === undefined ? {} : { trace: why }) },
-      tasks: status.tasks.map((t) => ({ ...taskState(t, worker_id, e.restarting.has(t.id)), ...version })).sort((a, b) => a.id - b.id),
+      connector: { ...localConnectorState(e, status), worker_id, ...version },
+      tasks: (status?.tasks ?? []).map((t) => ({ ...taskState(t, worker_id, e.restarting.has(t.id)), ...version })).sort((a, b) => a.id - b.id),
       type: 'sink',
     };
   }
@@ -246,7 +261,7 @@ export class StandaloneHerder implements HerderApi {
     await this.d.checkConfig(stored);
     if (this.entries.has(name)) throw new RequestRefused('already-exists', `Connector ${name} already exists`);
     this.entries.set(name, this.newEntry(stored, initialState));
-    this.save();
+    await this.save();
     void this.reconcile(name);
     return { name, config: stored, tasks: [], type: 'sink' };
   }
@@ -259,7 +274,7 @@ export class StandaloneHerder implements HerderApi {
       await this.d.checkConfig(stored);
       e.config = stored;
       e.startFailure = undefined; // a new config is tried afresh
-      this.save();
+      await this.save();
       void this.reconcile(name);
     }
     return { created: false, info: this.connectorInfo(name) };
@@ -280,20 +295,20 @@ export class StandaloneHerder implements HerderApi {
   async deleteConnector(name: string): Promise<void> {
     this.known(name, `Connector ${name} not found`);
     this.entries.delete(name);
-    this.save();
+    await this.save();
     void this.reconcile(name);
   }
 
-  async pauseConnector(name: string): Promise<void> {
-    this.setTarget(name, 'PAUSED');
+  pauseConnector(name: string): Promise<void> {
+    return this.setTarget(name, 'PAUSED');
   }
 
-  async resumeConnector(name: string): Promise<void> {
-    this.setTarget(name, 'STARTED');
+  resumeConnector(name: string): Promise<void> {
+    return this.setTarget(name, 'STARTED');
   }
 
-  async stopConnector(name: string): Promise<void> {
-    this.setTarget(name, 'STOPPED');
+  stopConnector(name: string): Promise<void> {
+    return this.setTarget(name, 'STOPPED');
   }
 
   async restartConnector(name: string, options: RestartOptions): Promise<ConnectorStateInfo | undefined> {
@@ -305,6 +320,12 @@ export class StandaloneHerder implements HerderApi {
     if (connectorToo) e.restarting.add('connector');
     for (const t of tasks) e.restarting.add(t);
     const plan = options.includeTasks || options.onlyFailed ? this.connectorStatus(name) : undefined;
+    if (this.d.cluster !== undefined) {
+      // Every worker restarts what it runs of the connector (restartHere), this one included.
+      e.restarting.clear();
+      await this.d.cluster.requestRestart(name, { kind: 'connector', options });
+      return plan;
+    }
     void this.chain(name, async () => {
       try {
         if (connectorToo) {
@@ -324,12 +345,84 @@ export class StandaloneHerder implements HerderApi {
   async restartTask(name: string, task: number): Promise<void> {
     const e = this.known(name, `Unknown connector: ${name}`);
     if (!this.taskIds(name, e).includes(task)) throw new RequestRefused('not-found', `Unknown task: ${name}-${task}`);
+    if (this.d.cluster !== undefined) {
+      if (this.d.cluster.owner(name, task) === undefined) throw new RequestRefused('conflict', 'Cannot complete request because of a conflicting operation (e.g. worker rebalance)');
+      await this.d.cluster.requestRestart(name, { kind: 'task', task });
+      return;
+    }
     e.restarting.add(task);
     void this.chain(name, async () => {
       try {
         await this.d.worker.restartTask(name, task);
       } finally {
         e.restarting.delete(task);
+      }
+    });
+  }
+
+  // ---- the cluster (distributed mode) ------------------------------------------------------------
+
+  private clusterStatus(name: string, e: Entry, cluster: ClusterPort): ConnectorStateInfo {
+    const v = this.d.pluginVersion(e.config['connector.class'] ?? '');
+    const local = this.d.worker.status().find((s) => s.name === name);
+    return clusterConnectorStatus({ name, entry: e, taskIds: this.taskIds(name, e), cluster, me: this.d.workerId(), local, ...(v === undefined ? {} : { version: v }) });
+  }
+
+  /**
+   * What this worker reports to the cluster's status topic: the connector instance where it is the owner,
+   * and the tasks it runs.
+   */
+  localReports(): { readonly name: string; readonly connector?: { readonly state: string; readonly trace?: string }; readonly tasks: readonly { readonly id: number; readonly state: string; readonly trace?: string }[] }[] {
+    const cluster = this.d.cluster;
+    const me = this.d.workerId();
+    const statuses = this.d.worker.status();
+    return [...this.entries].map(([name, e]) => {
+      const local = statuses.find((s) => s.name === name);
+      const ownsConnector = cluster === undefined || cluster.owner(name, 'connector') === me;
+      const connector = ownsConnector && e.target !== 'STOPPED' ? localConnectorState(e, local) : undefined;
+      const tasks = (local?.tasks ?? []).map((t) => {
+        const s = taskState(t, me, e.restarting.has(t.id));
+        return { id: s.id, state: s.state, ...(s.trace === undefined ? {} : { trace: s.trace }) };
+      });
+      return { name, ...(connector === undefined ? {} : { connector }), tasks };
+    });
+  }
+
+  /** A restart request of the cluster: this worker restarts what it runs of the connector. */
+  private restartHere(name: string, request: RestartRequest): Promise<void> {
+    const e = this.entries.get(name);
+    const worker = this.d.worker;
+    if (e === undefined) return Promise.resolve();
+    const share = worker.share(name);
+    if (request.kind === 'task') {
+      if (share?.taskIds.includes(request.task) !== true) return Promise.resolve();
+      e.restarting.add(request.task);
+      return this.chain(name, async () => {
+        try {
+          await worker.restartTask(name, request.task);
+        } finally {
+          e.restarting.delete(request.task);
+        }
+      });
+    }
+    const { includeTasks, onlyFailed } = request.options;
+    const runs = share !== undefined;
+    const owns = this.d.cluster?.owner(name, 'connector') === this.d.workerId();
+    const connectorToo = owns && (!onlyFailed || e.startFailure !== undefined || (runs && worker.connectorFailed(name)));
+    const tasks = runs && includeTasks ? share.taskIds.filter((t) => !onlyFailed || worker.taskFailed(name, t)) : [];
+    if (connectorToo) e.restarting.add('connector');
+    for (const t of tasks) e.restarting.add(t);
+    return this.chain(name, async () => {
+      try {
+        if (connectorToo) {
+          if (!worker.running().includes(name)) {
+            e.startFailure = undefined;
+            await this.apply(name);
+          } else await worker.restartConnector(name);
+        }
+        for (const t of tasks) await worker.restartTask(name, t);
+      } finally {
+        e.restarting.clear();
       }
     });
   }
@@ -443,10 +536,11 @@ export class StandaloneHerder implements HerderApi {
   /** The task ids the connector has now: none while STOPPED, failed to start, or not started yet. */
   private taskIds(name: string, e: Entry): number[] {
     if (e.target === 'STOPPED' || !e.hasTasks) return [];
+    if (this.d.cluster !== undefined) return Array.from({ length: tasksMaxOf(e.config) }, (_, n) => n);
     return this.d.worker.status().find((s) => s.name === name)?.tasks.map((t) => t.id) ?? [];
   }
 
-  private setTarget(name: string, target: TargetState): void {
+  private async setTarget(name: string, target: TargetState): Promise<void> {
     const e = this.known(name, `Unknown connector ${name}`);
     if (e.target === target) return;
     e.target = target;
@@ -454,7 +548,7 @@ export class StandaloneHerder implements HerderApi {
     // Connect writes empty task configs on a stop and new ones when the connector starts again.
     if (target === 'STOPPED') e.hasTasks = false;
     if (target === 'STARTED') e.hasTasks = true;
-    this.save();
+    await this.save();
     void this.reconcile(name);
   }
 
@@ -465,8 +559,46 @@ export class StandaloneHerder implements HerderApi {
     return this.d.parse(e.config);
   }
 
-  private save(): void {
-    this.d.store.save([...this.entries].map(([name, e]) => ({ name, config: e.config, target: e.target, ...(e.hasTasks ? {} : { tasks: false }) })));
+  /**
+   * Stores every entry. A shared store that fails (Kafka unreachable) leaves this worker's entries as the
+   * store has them, so nothing runs here that the cluster does not know.
+   */
+  private async save(): Promise<void> {
+    this.placeConnectors();
+    try {
+      await this.d.store.save([...this.entries].map(([name, e]) => ({ name, config: e.config, target: e.target, ...(e.hasTasks ? {} : { tasks: false }) })));
+    } catch (err) {
+      if (this.d.store.watch !== undefined) {
+        const stored = new Map(this.d.store.load().map((c) => [c.name, c]));
+        for (const name of new Set([...this.entries.keys(), ...stored.keys()])) this.external(name, stored.get(name));
+      }
+      throw err;
+    }
+  }
+
+  /** Tells the cluster's placement the connectors as they stand. */
+  private placeConnectors(): void {
+    this.d.cluster?.setConnectors([...this.entries].map(([name, e]) => ({ name, tasks: e.target === 'STOPPED' || !e.hasTasks ? 0 : tasksMaxOf(e.config), committer: e.target !== 'STOPPED' && e.hasTasks })));
+  }
+
+  /** A change another worker stored (or the echo of ours): the entry follows the store, then the worker. */
+  private external(name: string, stored: StoredConnector | undefined): void {
+    const e = this.entries.get(name);
+    if (stored === undefined) {
+      if (e === undefined) return;
+      this.entries.delete(name);
+    } else if (e === undefined) {
+      this.entries.set(name, { ...this.newEntry(stored.config, stored.target), hasTasks: stored.tasks !== false });
+    } else {
+      const hasTasks = stored.tasks !== false;
+      if (key(e.config) === key(stored.config) && e.target === stored.target && e.hasTasks === hasTasks) return;
+      if (key(e.config) !== key(stored.config) || e.target !== stored.target) e.startFailure = undefined;
+      e.config = stored.config;
+      e.target = stored.target;
+      e.hasTasks = hasTasks;
+    }
+    this.placeConnectors();
+    void this.reconcile(name);
   }
 
   private chain(name: string, op: () => Promise<void>): Promise<void> {
@@ -486,20 +618,23 @@ export class StandaloneHerder implements HerderApi {
     const worker = this.d.worker;
     const e = this.entries.get(name);
     const runs = worker.running().includes(name);
-    if (e === undefined || e.target === 'STOPPED' || (e.target === 'PAUSED' && !e.hasTasks)) {
+    const share = this.d.cluster?.share(name);
+    const nothingHere = share !== undefined && share.taskIds.length === 0 && !share.committer;
+    if (e === undefined || e.target === 'STOPPED' || (e.target === 'PAUSED' && !e.hasTasks) || nothingHere) {
       if (runs) await this.stopRunning(name, e);
       if (e !== undefined) e.runningConfig = undefined;
       return;
     }
     if (runs && e.runningConfig !== key(e.config)) {
       await this.stopRunning(name, e);
-      await this.startConnector(name, e);
+      await this.startConnector(name, e, share);
       return;
     }
     if (!runs) {
-      if (e.startFailure === undefined) await this.startConnector(name, e);
+      if (e.startFailure === undefined) await this.startConnector(name, e, share);
       return;
     }
+    if (share !== undefined) await worker.reassign(name, share);
     if (e.target === 'PAUSED') worker.pause(name);
     else worker.resume(name);
   }
@@ -510,10 +645,10 @@ export class StandaloneHerder implements HerderApi {
     await this.d.worker.stopConnector(name);
   }
 
-  private async startConnector(name: string, e: Entry): Promise<void> {
+  private async startConnector(name: string, e: Entry, share: ConnectorShare | undefined): Promise<void> {
     const log = this.d.log.child({ connector: name });
     try {
-      await this.d.worker.start(this.d.parse(e.config), { paused: e.target === 'PAUSED' });
+      await this.d.worker.start(this.d.parse(e.config), { paused: e.target === 'PAUSED', ...(share === undefined ? {} : { share }) });
       e.startFailure = undefined;
       e.runningConfig = key(e.config);
     } catch (err) {
@@ -524,32 +659,3 @@ export class StandaloneHerder implements HerderApi {
   }
 }
 
-/** `org.apache.iceberg.connect.IcebergSinkConnector` → `...IcebergSinkTask`, as the Java sink's task class. */
-function taskClass(connectorClass: string): string {
-  return connectorClass.endsWith('Connector') ? `${connectorClass.slice(0, -'Connector'.length)}Task` : `${connectorClass}Task`;
-}
-
-function taskState(t: ConnectorStatus['tasks'][number], worker_id: string, restarting: boolean): TaskStateInfo {
-  // A task that ended cleanly (stopping) is between incarnations: Connect says UNASSIGNED.
-  const known: readonly TaskRunState[] = ['UNASSIGNED', 'RUNNING', 'PAUSED', 'FAILED', 'RESTARTING'];
-  const state: TaskRunState = restarting ? 'RESTARTING' : (known.find((k) => k === t.state) ?? 'UNASSIGNED');
-  // A FAILED task's trace; otherwise what keeps a running one from progressing, if anything.
-  const trace = t.trace !== undefined && t.trace !== '' ? t.trace : t.note;
-  return { id: t.id, state, worker_id, ...(trace === undefined || trace === '' ? {} : { trace }) };
-}
-
-/**
- * Why a running connector is not progressing, for its status `trace`: a failure, its stopped tables,
- * tables whose announcements wait too long for the control topic's retention.
- */
-function connectorWhy(s: ConnectorStatus): string | undefined {
-  const lines: string[] = [];
-  if (s.trace !== undefined) lines.push(s.trace);
-  const f = s.committerFailing;
-  if (f !== undefined) lines.push(`committer rounds failing since ${new Date(f.sinceMs).toISOString()} (${f.count} in a row): ${f.error}`);
-  for (const t of s.tables) {
-    if (t.state === 'STOPPED') lines.push(`table ${t.table} stopped: ${t.reason === undefined ? 'no reason recorded' : `${t.reason.code}: ${t.reason.message}`}`);
-    else if (t.retentionAlarm === true) lines.push(`table ${t.table} cannot commit: its oldest unapplied announcement is ${Math.round((t.unappliedAgeMs ?? 0) / 1000)} s old, near the control topic's retention`);
-  }
-  return lines.length === 0 ? undefined : lines.join('\n');
-}
