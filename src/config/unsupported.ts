@@ -145,12 +145,6 @@ export const WORKER_UNSUPPORTED: readonly UnsupportedKey[] = [
     needs: 'Java REST extensions, which need a JVM',
     instead: 'For HTTP basic authentication (BasicAuthSecurityRestExtension) set icefloe.rest.basic-auth.file to a file of `user: password` lines (docs/rest.md). Remove it.',
   },
-  {
-    key: 'icefloe.coordination',
-    needs: `Redis coordination, which comes with ${DISTRIBUTED}`,
-    instead: 'The standalone worker runs each connector\'s committer itself (embedded); no Redis is used. Remove it (or set embedded).',
-  },
-  { key: 'icefloe.redis.url', needs: `Redis coordination, which comes with ${DISTRIBUTED}`, instead: 'Nothing connects to Redis yet. Remove it.' },
 ];
 
 function ruleFor(rules: readonly UnsupportedKey[], key: string): UnsupportedKey {

@@ -18,7 +18,7 @@ import { LOG_FORMATS } from '../core/log-format.ts';
 import type { LogFormatSetting } from '../core/log-format.ts';
 import { parseJson } from '../core/json.ts';
 import { ConfigDef, didYouMean, problemSummary, safeProps, validators } from './config-def.ts';
-import type { ParsedConfig } from './config-def.ts';
+import type { ParsedConfig, Secret } from './config-def.ts';
 import { JSON_CONVERTER, parseConverter } from './converters.ts';
 import type { ConverterConfig } from './converters.ts';
 import { buildRestConfig } from './rest-config.ts';
@@ -39,6 +39,8 @@ const G_WORKER = 'Worker';
 const G_REST = 'REST';
 const G_SECURITY = 'Security';
 const G_ICEFLOE = 'Icefloe';
+const G_CLUSTER = 'Distributed';
+const DISTRIBUTED_ONLY = ' Read by `icefloe distributed` only (the standalone worker warns that it ignores it).';
 
 export const DEFAULT_WAREHOUSE = 'icefloe-data/warehouse';
 export const DEFAULT_CATALOG = 'sqlite:icefloe-data/catalog.db';
@@ -122,10 +124,30 @@ export const WORKER_CONFIG_DEF: ConfigDef = new ConfigDef()
     doc: 'Added to the task numbers of every connector this worker runs (task ids `<offset>..<offset>+tasks.max-1`, so transactional ids `<prefix><connector>-<id>`): several standalone workers sharing one connector give each a different offset so their tasks stay distinct members rather than fencing each other by transactional.id.' })
   .define({ name: 'icefloe.log.format', type: 'STRING', default: 'auto', importance: 'LOW', group: G_ICEFLOE, validator: validators.oneOf(LOG_FORMATS),
     doc: 'How the worker and its task processes write their log lines to stderr: `json` (one JSON object per line, pino\'s, for files and log collectors), `pretty` (`HH:MM:SS.mmm LEVEL message  connector=… task=… key=value`, errors and traces on the following indented lines, levels coloured on a terminal unless NO_COLOR is set), or `auto`: pretty when stderr is a terminal, JSON otherwise. The environment variable ICEFLOE_LOG_FORMAT (same values) overrides it.' })
-  .define({ name: 'icefloe.coordination', type: 'STRING', default: 'embedded', importance: 'MEDIUM', group: G_ICEFLOE,
-    doc: notYet('icefloe.coordination', 'Where committer election and commit jobs live: embedded (in the worker process, standalone) or redis (leases and queues shared by several workers).') })
-  .define({ name: 'icefloe.redis.url', type: 'STRING', default: null, importance: 'MEDIUM', group: G_ICEFLOE,
-    doc: notYet('icefloe.redis.url', 'Redis URL (`redis://host:6379/0`) for icefloe.coordination=redis.') });
+  .define({ name: 'group.id', type: 'STRING', default: null, importance: 'HIGH', group: G_CLUSTER,
+    doc: 'The cluster: workers with the same group.id share connectors and tasks (docs/design/cluster.md). Must not collide with a consumer group.' + DISTRIBUTED_ONLY })
+  .define({ name: 'config.storage.topic', type: 'STRING', default: null, importance: 'HIGH', group: G_CLUSTER,
+    doc: 'Compacted topic (1 partition) holding connector configs, target states and restart requests in Kafka Connect\'s record format; created if missing, refused if it is not compacted.' + DISTRIBUTED_ONLY })
+  .define({ name: 'config.storage.replication.factor', type: 'SHORT', default: '3', importance: 'LOW', group: G_CLUSTER, validator: validators.custom('-1 or at least 1', (v) => (typeof v === 'number' && (v === -1 || v >= 1) ? undefined : 'must be -1 (the broker default) or at least 1')),
+    doc: 'Replication factor of config.storage.topic when the worker creates it (-1: the broker default).' + DISTRIBUTED_ONLY })
+  .define({ name: 'status.storage.topic', type: 'STRING', default: null, importance: 'HIGH', group: G_CLUSTER,
+    doc: 'Compacted topic holding connector and task statuses (`state`, `trace`, `worker_id`) as each worker reports them; created if missing.' + DISTRIBUTED_ONLY })
+  .define({ name: 'status.storage.partitions', type: 'INT', default: '5', importance: 'LOW', group: G_CLUSTER, validator: validators.range(1),
+    doc: 'Partitions of status.storage.topic when the worker creates it.' + DISTRIBUTED_ONLY })
+  .define({ name: 'status.storage.replication.factor', type: 'SHORT', default: '3', importance: 'LOW', group: G_CLUSTER, validator: validators.custom('-1 or at least 1', (v) => (typeof v === 'number' && (v === -1 || v >= 1) ? undefined : 'must be -1 (the broker default) or at least 1')),
+    doc: 'Replication factor of status.storage.topic when the worker creates it (-1: the broker default).' + DISTRIBUTED_ONLY })
+  .define({ name: 'offset.storage.topic', type: 'STRING', default: null, importance: 'LOW', group: G_CLUSTER,
+    doc: 'Accepted so that Connect worker files load; not created or used: a sink has no source offsets (sink offsets are the consumer group connect-<name>\'s).' })
+  .define({ name: 'offset.storage.partitions', type: 'INT', default: '25', importance: 'LOW', group: G_CLUSTER, doc: 'Accepted with offset.storage.topic; no effect.' })
+  .define({ name: 'offset.storage.replication.factor', type: 'SHORT', default: '3', importance: 'LOW', group: G_CLUSTER, doc: 'Accepted with offset.storage.topic; no effect.' })
+  .define({ name: 'heartbeat.interval.ms', type: 'INT', default: '3000', importance: 'LOW', group: G_CLUSTER, validator: validators.range(50),
+    doc: 'How often a worker tells the cluster it is alive (a Redis heartbeat) and reads who else is.' + DISTRIBUTED_ONLY })
+  .define({ name: 'session.timeout.ms', type: 'INT', default: '10000', importance: 'LOW', group: G_CLUSTER, validator: validators.range(200),
+    doc: 'A worker not heard from for this long (by each other worker\'s own clock) is gone: its tasks and committers move. Must exceed heartbeat.interval.ms; a Redis flush or restart shorter than it moves nothing.' + DISTRIBUTED_ONLY })
+  .define({ name: 'icefloe.redis.url', type: 'PASSWORD', default: null, importance: 'HIGH', group: G_CLUSTER,
+    doc: 'Redis (`redis://[user:password@]host:6379/0`, `rediss://` for TLS) for the cluster\'s heartbeats, committer leases and commit wake-up queues. Only what can be rebuilt lives there: flushing or restarting it costs time, never data.' + DISTRIBUTED_ONLY })
+  .define({ name: 'icefloe.cluster.lease.ttl.ms', type: 'INT', default: '15000', importance: 'LOW', group: G_CLUSTER, validator: validators.range(1000),
+    doc: 'Time-to-live of a committer lease: a committer that cannot renew it for this long stops committing; a dead holder\'s connector gets a new committer at most this long after its death.' + DISTRIBUTED_ONLY });
 
 /** Why a worker `icefloe.catalog` value is unusable, or undefined. */
 function workerCatalogProblem(v: string): string | undefined {
@@ -164,12 +186,27 @@ export interface WorkerConfig {
   readonly logFormat: LogFormatSetting;
   /** The REST API's listeners, advertised address, CORS, headers, TLS and authentication. */
   readonly rest: RestConfig;
+  /** Distributed mode's settings; null where a required key is missing (`icefloe distributed` says which). */
+  readonly cluster: ClusterSettings | null;
+  /** The distributed-mode keys that are missing (for `icefloe distributed`'s error). */
+  readonly clusterMissing: readonly string[];
   /** config.providers: resolve connector values with `resolveConfig` (config-providers.ts) inside the worker only. */
   readonly configProviders: readonly ConfigProviderSpec[];
   readonly secretKeys: readonly string[];
   readonly warnings: readonly string[];
   stored(): Record<string, string>;
   redacted(): Record<string, string>;
+}
+
+export interface ClusterSettings {
+  readonly groupId: string;
+  readonly configTopic: { readonly name: string; readonly replicationFactor: number };
+  readonly statusTopic: { readonly name: string; readonly partitions: number; readonly replicationFactor: number };
+  readonly heartbeatMs: number;
+  readonly sessionTimeoutMs: number;
+  /** A secret: the URL may carry a password (prints as [hidden]). */
+  readonly redisUrl: Secret;
+  readonly leaseTtlMs: number;
 }
 
 export interface WorkerParseOptions {
@@ -257,6 +294,7 @@ function buildWorker(p: ParsedConfig, options: WorkerParseOptions): WorkerConfig
   }
 
   const rest = buildRestConfig(p, (path) => resolvePath(options.baseDir, path));
+  const { cluster, missing: clusterMissing } = buildCluster(p);
   const providers = parseConfigProviders(p.original);
   for (const e of providers.errors) p.addError(e.key, e.message);
   for (const w of providers.warnings) p.addWarning(w);
@@ -285,12 +323,36 @@ function buildWorker(p: ParsedConfig, options: WorkerParseOptions): WorkerConfig
     taskShutdownTimeoutMs: p.number('task.shutdown.graceful.timeout.ms') ?? 30_000,
     logFormat: LOG_FORMATS.find((f) => f === p.string('icefloe.log.format')) ?? 'auto',
     rest,
+    cluster,
+    clusterMissing,
     configProviders: providers.providers,
     secretKeys: p.secretKeys(),
     warnings: p.warnings,
     stored,
     redacted: () => p.redacted(),
   });
+}
+
+/** Distributed mode's settings, or the required keys that are missing. */
+function buildCluster(p: ParsedConfig): { cluster: ClusterSettings | null; missing: string[] } {
+  const required = ['group.id', 'config.storage.topic', 'status.storage.topic', 'icefloe.redis.url'] as const;
+  const missing = required.filter((k) => (k === 'icefloe.redis.url' ? (p.secret(k)?.reveal() ?? '') : (p.string(k) ?? '')) === '');
+  const heartbeatMs = p.number('heartbeat.interval.ms') ?? 3000;
+  const sessionTimeoutMs = p.number('session.timeout.ms') ?? 10_000;
+  if (sessionTimeoutMs <= heartbeatMs) p.addError('session.timeout.ms', `session.timeout.ms (${sessionTimeoutMs}) must exceed heartbeat.interval.ms (${heartbeatMs})`);
+  if (missing.length > 0) return { cluster: null, missing };
+  return {
+    missing,
+    cluster: Object.freeze({
+      groupId: p.string('group.id') as string,
+      configTopic: { name: p.string('config.storage.topic') as string, replicationFactor: p.number('config.storage.replication.factor') ?? 3 },
+      statusTopic: { name: p.string('status.storage.topic') as string, partitions: p.number('status.storage.partitions') ?? 5, replicationFactor: p.number('status.storage.replication.factor') ?? 3 },
+      heartbeatMs,
+      sessionTimeoutMs,
+      redisUrl: p.secret('icefloe.redis.url') as Secret,
+      leaseTtlMs: p.number('icefloe.cluster.lease.ttl.ms') ?? 15_000,
+    }),
+  };
 }
 
 function resolvePath(baseDir: string, path: string): string {
