@@ -1,0 +1,222 @@
+/**
+ * This worker's view of its cluster (docs/design/cluster.md): who is alive (Redis membership), where every
+ * unit runs (placement.ts over the live workers and the stored connectors), what the others reported (the
+ * status topic), and the restart requests of the config topic. It is the herder's ClusterPort.
+ *
+ * Placement follows the membership view. While Redis has been unreachable for longer than the session
+ * time-out, this worker starts nothing new: the others may have dropped it from their views and started
+ * its units, and taking them back would only fence them back and forth. It keeps what it runs.
+ *
+ * Statuses: every second, what this worker runs is compared with what it last wrote, and what changed is
+ * written (`generation` counts this worker's placement changes). A deleted connector's statuses are
+ * tombstoned by the worker that ran its connector instance.
+ *
+ * Owns: the view and the status reports. Must not: start or stop anything itself (the herder does, when
+ * told the placement changed).
+ */
+import { errorMessage } from '../../core/errors.ts';
+import type { Logger } from '../../core/log.ts';
+import type { MemberInfo, Membership } from '../../coordinate/cluster-port.ts';
+import type { ConnectorShare } from '../worker.ts';
+import type { ClusterPort, ReportedStatus, RestartRequest } from './cluster-api.ts';
+import type { ConfigTopicStore } from './config-store.ts';
+import { place, taskUnit, unitsOf } from './placement.ts';
+import type { PlacedConnector, Placement } from './placement.ts';
+import type { KafkaStateLog } from './state-log.ts';
+import { encodeConnectorStatus, encodeConnectorStatusRemoval, encodeTaskStatus, StatusSnapshot } from './state-records.ts';
+import type { StateEntry, Status } from './state-records.ts';
+import type { ConnectorRunState } from '../herder-api.ts';
+
+/** What this worker runs, as the herder reports it (herder.localReports()). */
+export interface LocalReport {
+  readonly name: string;
+  readonly connector?: { readonly state: string; readonly trace?: string };
+  readonly tasks: readonly { readonly id: number; readonly state: string; readonly trace?: string }[];
+}
+
+export interface ClusterDeps {
+  readonly workerId: string;
+  readonly membership: Membership;
+  readonly configs: ConfigTopicStore;
+  readonly statusLog: KafkaStateLog;
+  readonly sessionTimeoutMs: number;
+  readonly log: Logger;
+  /** What this worker runs of a connector now (kept while Redis is out of reach). */
+  readonly currentShare: (name: string) => ConnectorShare | undefined;
+  readonly nowMs?: () => number;
+  /** How often statuses are compared and written (default 1 s). */
+  readonly reportEveryMs?: number;
+}
+
+const STATES: ReadonlySet<string> = new Set<ConnectorRunState>(['UNASSIGNED', 'RUNNING', 'PAUSED', 'STOPPED', 'FAILED', 'RESTARTING']);
+
+export class Cluster implements ClusterPort {
+  readonly #d: ClusterDeps;
+  readonly #now: () => number;
+  readonly #statuses = new StatusSnapshot();
+  readonly #placementListeners: (() => void)[] = [];
+  #connectors: readonly PlacedConnector[] = [];
+  #workers: readonly string[];
+  #placement: Placement;
+  #generation = 0;
+  /** Since when Redis is out of reach (undefined: reachable). */
+  #unreachableSince: number | undefined;
+  /** What this worker last wrote, per status key (value JSON). */
+  readonly #written = new Map<string, string>();
+  #timer: NodeJS.Timeout | undefined;
+  #reporting: Promise<void> = Promise.resolve();
+  #reports: (() => readonly LocalReport[]) | undefined;
+
+  constructor(deps: ClusterDeps) {
+    this.#d = deps;
+    this.#now = deps.nowMs ?? Date.now;
+    this.#workers = [deps.workerId];
+    this.#placement = place([], this.#workers);
+  }
+
+  /** Reads the status topic, follows membership; `reports` is what this worker runs (the herder's). */
+  async start(reports: () => readonly LocalReport[]): Promise<void> {
+    this.#reports = reports;
+    await this.#d.statusLog.start((r) => {
+      const { warning } = this.#statuses.apply(r.key, r.value, r.partition, r.offset);
+      if (warning !== undefined) this.#d.log.warn(`status topic: ${warning}`);
+    });
+    this.#d.membership.onChange((members) => this.#members(members));
+    this.#members(this.#d.membership.members());
+    this.#timer = setInterval(() => void this.report(), this.#d.reportEveryMs ?? 1_000);
+    this.#timer.unref();
+  }
+
+  /** Stops reporting; a last report first (a worker leaving says what it leaves). */
+  async stop(): Promise<void> {
+    clearInterval(this.#timer);
+    await this.report();
+  }
+
+  // ---- ClusterPort ---------------------------------------------------------------------------------
+
+  setConnectors(connectors: readonly PlacedConnector[]): void {
+    this.#connectors = connectors;
+    this.#replace();
+  }
+
+  share(name: string): ConnectorShare {
+    if (this.#frozen()) return this.#d.currentShare(name) ?? { taskIds: [], committer: false };
+    const c = this.#connectors.find((x) => x.name === name);
+    return unitsOf(this.#placement, name, c?.tasks ?? 0, this.#d.workerId);
+  }
+
+  owner(name: string, unit: number | 'connector'): string | undefined {
+    return unit === 'connector' ? this.#placement.committers.get(name) : this.#placement.tasks.get(taskUnit(name, unit));
+  }
+
+  onPlacement(listener: () => void): void {
+    this.#placementListeners.push(listener);
+  }
+
+  reported(name: string, unit: number | 'connector'): ReportedStatus | undefined {
+    const s = unit === 'connector' ? this.#statuses.connector(name) : this.#statuses.task(name, unit);
+    if (s === undefined) return undefined;
+    return { state: s.state, worker_id: s.workerId, ...(s.trace === null ? {} : { trace: s.trace }) };
+  }
+
+  requestRestart(name: string, request: RestartRequest): Promise<void> {
+    return this.#d.configs.requestRestart(name, request);
+  }
+
+  onRestart(listener: (name: string, request: RestartRequest) => void): void {
+    this.#d.configs.onRestart(listener);
+  }
+
+  /** The live workers as this worker sees them. */
+  workers(): readonly string[] {
+    return this.#workers;
+  }
+
+  // ---- membership and placement --------------------------------------------------------------------
+
+  #members(members: readonly MemberInfo[]): void {
+    const ids = [...new Set([this.#d.workerId, ...members.map((m) => m.workerId)])].sort();
+    if (ids.join(',') === this.#workers.join(',')) return;
+    this.#d.log.info('cluster members changed', { workers: ids, before: this.#workers });
+    this.#workers = ids;
+    this.#replace();
+  }
+
+  /** Whether Redis has been out of reach for longer than the session time-out (then nothing new starts). */
+  #frozen(): boolean {
+    if (this.#d.membership.healthy()) {
+      this.#unreachableSince = undefined;
+      return false;
+    }
+    this.#unreachableSince ??= this.#now();
+    return this.#now() - this.#unreachableSince > this.#d.sessionTimeoutMs;
+  }
+
+  #replace(): void {
+    const next = place(this.#connectors, this.#workers);
+    const same = sameMap(next.tasks, this.#placement.tasks) && sameMap(next.committers, this.#placement.committers);
+    this.#placement = next;
+    if (same) return;
+    this.#generation++;
+    for (const l of this.#placementListeners) {
+      try {
+        l();
+      } catch (e) {
+        this.#d.log.error('placement change could not be applied', { error: errorMessage(e) });
+      }
+    }
+  }
+
+  // ---- status reports -----------------------------------------------------------------------------
+
+  /** Writes what changed in this worker's statuses since its last write. */
+  report(): Promise<void> {
+    const run = async (): Promise<void> => {
+      const reports = this.#reports?.() ?? [];
+      const entries: StateEntry[] = [];
+      const seen = new Set<string>();
+      const status = (state: string, trace: string | undefined): Status => ({
+        state: (STATES.has(state) ? state : 'UNASSIGNED') as ConnectorRunState,
+        trace: trace ?? null,
+        workerId: this.#d.workerId,
+        generation: this.#generation,
+      });
+      for (const r of reports) {
+        if (r.connector !== undefined) entries.push(encodeConnectorStatus(r.name, status(r.connector.state, r.connector.trace)));
+        for (const t of r.tasks) entries.push(encodeTaskStatus(r.name, t.id, status(t.state, t.trace)));
+      }
+      const fresh = entries.filter((e) => {
+        seen.add(e.key);
+        const { generation: _g, ...rest } = (e.value ?? {}) as Record<string, unknown>;
+        const text = JSON.stringify(rest);
+        if (this.#written.get(e.key) === text) return false;
+        this.#written.set(e.key, text);
+        return true;
+      });
+      // A connector this worker reported for and that is gone from the config: its status goes too.
+      const known = new Set(this.#connectors.map((c) => c.name));
+      for (const k of [...this.#written.keys()]) {
+        if (seen.has(k)) continue;
+        this.#written.delete(k);
+        const name = k.startsWith('status-connector-') ? k.slice('status-connector-'.length) : undefined;
+        if (name !== undefined && !known.has(name)) fresh.push(encodeConnectorStatusRemoval(name));
+      }
+      if (fresh.length === 0) return;
+      try {
+        await this.#d.statusLog.appendAll(fresh);
+      } catch (e) {
+        for (const f of fresh) this.#written.delete(f.key); // written again next time
+        this.#d.log.warn('could not write statuses to the status topic; trying again', { error: errorMessage(e) });
+      }
+    };
+    this.#reporting = this.#reporting.then(run, run);
+    return this.#reporting;
+  }
+}
+
+function sameMap(a: ReadonlyMap<string, string>, b: ReadonlyMap<string, string>): boolean {
+  if (a.size !== b.size) return false;
+  for (const [k, v] of a) if (b.get(k) !== v) return false;
+  return true;
+}
