@@ -45,6 +45,20 @@ module.exports = {
       to: { path: `^src/(consume|decode|upload|commit|coordinate|maintain)/${TECH}/` },
     },
     {
+      name: 'coordinate-redis-through-ports',
+      comment: 'src/coordinate/redis/ (the Redis coordination adapter) may import only core/ and the ports it implements, coordinate/cluster-port.ts',
+      severity: 'error',
+      from: { path: '^src/coordinate/redis/' },
+      to: { path: '^src/', pathNot: ['^src/core/', '^src/coordinate/redis/', '^src/coordinate/cluster-port\\.ts$'] },
+    },
+    {
+      name: 'cluster-port-pure',
+      comment: 'src/coordinate/cluster-port.ts is types only: it imports nothing',
+      severity: 'error',
+      from: { path: '^src/coordinate/cluster-port\\.ts$' },
+      to: {},
+    },
+    {
       name: 'entry-points-only-through-app',
       comment: 'main.ts and cli.ts reach the rest of src/ only through app.ts, core/ and the CLI\'s own cli/ (cli.ts also loads tools/generate/ for its generate command)',
       severity: 'error',

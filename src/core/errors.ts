@@ -10,6 +10,7 @@
  * - `CommitStateUnknownError` we do not know whether the commit landed; reload and look for our commit id
  * - `FatalError`              an invariant is broken (fenced, identity mismatch); stop and say why
  * - `RequestRefused`          a control request (REST API → herder) that cannot be done; `reason` picks the status
+ * - `LeaseLostError`          this process no longer holds a coordination lease (a committer's); stop acting on it
  * Adapters translate foreign errors into these once, at their boundary, keeping the original as `cause`.
  *
  * A failure that is one record's carries the record's Kafka coordinates (`record`): its message starts
@@ -25,6 +26,7 @@ export const ERROR_CODES = [
   'COMMIT_STATE_UNKNOWN',
   'FATAL',
   'REQUEST_REFUSED',
+  'LEASE_LOST',
 ] as const;
 export type ErrorCode = (typeof ERROR_CODES)[number];
 
@@ -119,6 +121,18 @@ export class RequestRefused extends IcefloeError {
   constructor(refusal: RefusalReason, message: string, options?: ErrorOptions) {
     super('REQUEST_REFUSED', message, refusal === 'conflict', options);
     this.refusal = refusal;
+  }
+}
+
+/**
+ * A coordination lease (distributed mode: the per-table committer's) is no longer ours: Redis refused the
+ * token, the renewal failed, or this process's own clock says it may have expired (a frozen process).
+ * Not `retriable`: repeating the action cannot succeed; the holder stops what the lease guarded and
+ * competes for the lease again like any other worker. `context.lease` names it.
+ */
+export class LeaseLostError extends IcefloeError {
+  constructor(message: string, options?: ErrorOptions) {
+    super('LEASE_LOST', message, false, options);
   }
 }
 

@@ -7,6 +7,7 @@ import {
   DataError,
   FatalError,
   IcefloeError,
+  LeaseLostError,
   RetriableError,
   isRetriable,
 } from '../../../src/core/errors.ts';
@@ -19,6 +20,7 @@ test('each handling class carries its code and retriable flag', () => {
     [new CommitConflictError('ref moved'), 'COMMIT_CONFLICT', true],
     [new CommitStateUnknownError('timeout'), 'COMMIT_STATE_UNKNOWN', false],
     [new FatalError('fenced'), 'FATAL', false],
+    [new LeaseLostError('token refused'), 'LEASE_LOST', false],
   ];
   for (const [error, code, retriable] of cases) {
     assert.equal(error.code, code);
