@@ -1,5 +1,6 @@
 // Import direction for src/ (docs/architecture.md, "Layout"): each stage folder imports only the folders
-// listed for it; technology adapters are wired only by the composition root (app.ts). tools/ (the test-data
+// listed for it; technology adapters are wired only by the composition root (app.ts, and src/app/ for its
+// parts: the cluster's wiring). tools/ (the test-data
 // generator) sits outside the worker: only the CLI entry may load it, and it may use only the worker's
 // core, consume and decode folders.
 /** Folder → the src/ folders it may import besides itself. */
@@ -39,9 +40,9 @@ module.exports = {
     })),
     {
       name: 'adapters-only-from-app',
-      comment: 'a technology adapter folder is wired only by src/app.ts (and tests)',
+      comment: 'a technology adapter folder is wired only by the composition root, src/app.ts and its parts in src/app/ (and tests)',
       severity: 'error',
-      from: { path: '^src/', pathNot: ['^src/app\\.ts$', `^src/[^/]+/${TECH}/`] },
+      from: { path: '^src/', pathNot: ['^src/app\\.ts$', '^src/app/', `^src/[^/]+/${TECH}/`] },
       to: { path: `^src/(consume|decode|upload|commit|coordinate|maintain)/${TECH}/` },
     },
     {

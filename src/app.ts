@@ -19,7 +19,7 @@ import { existsSync, mkdirSync, readFileSync, statSync } from 'node:fs';
 import { dirname, resolve as resolvePath } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import pino from 'pino';
-import { ConfigError, FatalError, IcefloeError, RetriableError } from './core/errors.ts';
+import { ConfigError, errorMessage, FatalError, IcefloeError, RetriableError } from './core/errors.ts';
 import type { Logger } from './core/log.ts';
 import { JSON_LOGS, PLAIN_ENVIRONMENT, prettyFromJson, resolveLogOutput } from './core/log-format.ts';
 import type { LogEnvironment, LogOutput } from './core/log-format.ts';
@@ -74,7 +74,9 @@ import { startRestListeners } from './rest/listeners.ts';
 import type { RestListeners } from './rest/listeners.ts';
 import { hostname } from 'node:os';
 export { failureSummary } from './runtime/worker.ts';
-import type { TaskHandle } from './runtime/worker.ts';
+import type { OpenCommitter, TaskHandle } from './runtime/worker.ts';
+import { clusterParts, sharedCatalogOnly, warnClusterKeys } from './app/cluster.ts';
+import type { ClusterParts } from './app/cluster.ts';
 
 // ---------------------------------------------------------------------------------------------------
 // Logging
@@ -212,6 +214,8 @@ export interface TaskSpec {
   readonly logOutput: LogOutput;
   /** task.shutdown.graceful.timeout.ms (an orphaned task process stops within it, at most 10 s). */
   readonly shutdownTimeoutMs: number;
+  /** Distributed mode: a fenced task may be restarted (SinkTaskDeps.restartFenced). */
+  readonly restartFenced?: boolean;
 }
 
 function loadConnector(spec: Pick<TaskSpec, 'workerProps' | 'baseDir' | 'connector'>): { worker: WorkerConfig; connector: ConnectorConfig } {
@@ -250,6 +254,7 @@ export async function startTaskInProcess(spec: TaskSpec, log: Logger, onAnnounce
     clientId: `${connector.name}-${spec.taskId}-tx`,
   });
   const task = new SinkTask({
+    ...(spec.restartFenced === true ? { restartFenced: true } : {}),
     connector,
     taskId: spec.taskId,
     source,
@@ -593,28 +598,113 @@ function inProcessTaskHandle(spec: TaskSpec, log: Logger, onAnnounced: () => voi
   };
 }
 
-export async function runStandalone(options: StandaloneOptions): Promise<Standalone> {
+export function runStandalone(options: StandaloneOptions): Promise<Standalone> {
+  return runWorker(options, 'standalone');
+}
+
+/**
+ * `icefloe distributed`: a worker of the cluster its `group.id` names (docs/design/cluster.md). Connectors
+ * come from the config topic (created through the REST API of any worker), not from the command line.
+ */
+export function runDistributed(options: Omit<StandaloneOptions, 'connectorPaths' | 'exitOnFailure'>): Promise<Standalone> {
+  return runWorker({ ...options, connectorPaths: [] }, 'distributed');
+}
+
+async function runWorker(options: StandaloneOptions, mode: 'standalone' | 'distributed'): Promise<Standalone> {
   const logLevel = options.logLevel ?? 'info';
   const workerText = readFileSync(resolvePath(options.cwd, options.workerPropertiesPath), 'utf8');
   const worker = parseWorkerProperties(workerText, { baseDir: options.cwd });
+  if (mode === 'distributed' && worker.cluster === null) throw new ConfigError(`icefloe distributed needs ${worker.clusterMissing.join(', ')} in ${options.workerPropertiesPath} (docs/design/cluster.md)`);
   // Decided here, once, for the worker and its task processes (a task's spec carries it).
   const logOutput = resolveLogOutput(worker.logFormat, options.logEnvironment ?? PLAIN_ENVIRONMENT);
   const levels = new LoggerLevels({ initialLevel: logLevel });
   const tracker = new LogLevelTracker(levels.categoryLevels());
   const log = createLogger(logLevel, {}, logOutput, tracker);
   for (const w of worker.warnings) log.warn(w);
-  const workerProps = worker.stored();
+  if (mode === 'standalone') warnClusterKeys(worker, log);
   const connectors = options.connectorPaths.map((p) => parseConnectorFile(readFileSync(resolvePath(options.cwd, p), 'utf8'), p));
   const settings = workerKafkaSettings(worker, worker.adminProps);
-  const sw = new StandaloneWorker({
+  const cluster = mode === 'distributed'
+    ? await clusterParts(worker, { admin: settings, producer: workerKafkaSettings(worker, worker.producerProps), reader: workerKafkaSettings(worker, worker.consumerProps) }, log)
+    : undefined;
+  const sw = buildWorker(options, worker, settings, log, logLevel, logOutput, cluster);
+  const plugins = new ConnectorPlugins({ icefloeVersion: packageVersion() });
+  const providers = configProviders(worker.configProviders, providerIO(options.env ?? {}));
+  const parseOptions = worker.defaultCatalogProps === undefined ? {} : { defaultCatalog: worker.defaultCatalogProps };
+  const validation: ValidationDeps = { plugins, providers, ...parseOptions, catalogProbe: catalogProbe(probeTarget) };
+  levels.onChange((l) => {
+    tracker.apply(l);
+    sw.setTaskLogLevel(l.task);
+  });
+  const self: { rest?: RestListeners } = {};
+  const parse = (raw: Readonly<Record<string, string>>): ConnectorConfig => parseConnectorConfig(resolveConfig(raw, providers), parseOptions);
+  const herder = new StandaloneHerder({
+    worker: sw,
+    store: cluster?.configs ?? new FileConnectorStore(worker.connectorsFile),
+    log,
+    checkConfig: async (raw) => {
+      await validateForWrite(raw, validation);
+      if (cluster !== undefined) sharedCatalogOnly(parse(raw));
+    },
+    parse,
+    offsets: herderOffsets(worker, settings, log),
+    tables: herderTables(settings, log),
+    plugins: { plugins: (only) => plugins.plugins(only), pluginConfig: (p) => plugins.pluginConfig(p), validate: (p, c) => validateConfig(p, c, validation) },
+    loggers: levels,
+    serverInfo: () => serverInfo(settings),
+    workerId: () => self.rest?.workerId ?? `${hostname()}:${worker.rest.listeners[0]?.port ?? 8083}`,
+    topicTracking: worker.rest.topicTracking,
+    pluginVersion: (cls) => plugins.connector(cls)?.version,
+    ...(cluster === undefined ? {} : { cluster: cluster.view }),
+  });
+  // Served before the connectors start: /health says `starting` until they have.
+  self.rest = await serveRest(herder, worker, log);
+  const rest = self.rest;
+  try {
+    if (cluster !== undefined) await cluster.join(rest, herder, sw);
+    await herder.start(connectors.map((f) => f.config));
+  } catch (e) {
+    await sw.stop().catch(() => undefined);
+    await cluster?.close().catch(() => undefined);
+    await rest.close().catch(() => undefined);
+    throw e;
+  }
+  const failed = herder.startFailures();
+  if (options.exitOnFailure === true && failed.length > 0) {
+    // --exit-on-failure: a connector that cannot start ends the worker (as connect-standalone does); the
+    // connectors started before it are stopped cleanly, not left to their task processes' orphan watch.
+    await sw.stop().catch(() => undefined);
+    await rest.close().catch(() => undefined);
+    throw startFailure(failed[0] as { name: string; error: unknown });
+  }
+  return {
+    worker: sw,
+    herder,
+    rest,
+    async stop() {
+      await rest.close().catch(() => undefined);
+      // Tasks finish their cycles and leave their groups, committers run a last round and release their
+      // leases; only then does this worker leave the cluster, so nobody starts its units while they run.
+      await herder.stop();
+      await cluster?.close().catch((e: unknown) => log.warn('leaving the cluster failed', { error: errorMessage(e) }));
+    },
+  };
+}
+
+/** The worker that runs tasks and committers (in a cluster: its share, committers under a lease). */
+function buildWorker(options: StandaloneOptions, worker: WorkerConfig, settings: ClientSettings, log: Logger, logLevel: string, logOutput: LogOutput, cluster: ClusterParts | undefined): StandaloneWorker {
+  const workerProps = worker.stored();
+  const sw: StandaloneWorker = new StandaloneWorker({
     log,
     taskShutdownTimeoutMs: worker.taskShutdownTimeoutMs,
+    ...(cluster === undefined ? {} : { restartFenced: true, onAnnounced: (name: string) => cluster.wake(name) }),
     async prepareConnector(c) {
       const admin = await ConfluentKafkaAdmin.connect({ settings, overrides: c.adminOverrides });
       try {
         await admin.checkReachable();
         const retentionMs = await prepareControlTopic(admin, c, log.child({ connector: c.name }));
-        await checkTaskIds(admin, worker, c, log.child({ connector: c.name }));
+        // A cluster places task ids itself; two workers running one for a moment fence each other, harmlessly.
+        if (cluster === undefined) await checkTaskIds(admin, worker, c, log.child({ connector: c.name }));
         return { retentionMs };
       } finally {
         await admin.close();
@@ -625,76 +715,30 @@ export async function runStandalone(options: StandaloneOptions): Promise<Standal
       const taskId = n + worker.taskIdOffset;
       // A crash point is armed in a task's first incarnation only: the restarted task is the recovery under test.
       const crash = incarnation === 0 ? options.crash : undefined;
-      const spec: TaskSpec = { workerProps, baseDir: options.cwd, connector: c.stored(), taskId, crash, logLevel: sw.taskLogLevel ?? logLevel, logOutput, shutdownTimeoutMs: worker.taskShutdownTimeoutMs };
+      const spec: TaskSpec = { workerProps, baseDir: options.cwd, connector: c.stored(), taskId, crash, logLevel: sw.taskLogLevel ?? logLevel, logOutput, shutdownTimeoutMs: worker.taskShutdownTimeoutMs, ...(cluster === undefined ? {} : { restartFenced: true }) };
       if (worker.tasksMode === 'process') return startTaskProcess(spec, log, onAnnounced);
       return inProcessTaskHandle(spec, log, onAnnounced);
     },
     async createCommitter(c) {
-      const store = objectStore(c.catalog);
-      const catalog = catalogFor(c.catalog, store);
-      const admin = await ConfluentKafkaAdmin.connect({ settings, overrides: c.adminOverrides });
-      const reader = await ConfluentControlTopicReader.connect({ settings: workerKafkaSettings(worker, { ...worker.consumerProps, ...c.control.kafkaProps }) });
-      const committer = new ConnectorCommitter({ connector: c, reader, admin, catalog, store, crash: crashPoints(options.crash), log });
-      return {
-        committer,
-        async close() {
-          await reader.close().catch(() => undefined);
-          await admin.close().catch(() => undefined);
-          await catalog.close().catch(() => undefined);
-          await store.close().catch(() => undefined);
-        },
-      };
+      if (cluster !== undefined) return cluster.seatCommitter(c, (beforeCommit) => openCommitter(c, beforeCommit));
+      return openCommitter(c, undefined);
     },
   });
-  const plugins = new ConnectorPlugins({ icefloeVersion: packageVersion() });
-  const providers = configProviders(worker.configProviders, providerIO(options.env ?? {}));
-  const parseOptions = worker.defaultCatalogProps === undefined ? {} : { defaultCatalog: worker.defaultCatalogProps };
-  const validation: ValidationDeps = { plugins, providers, ...parseOptions, catalogProbe: catalogProbe(probeTarget) };
-  levels.onChange((l) => {
-    tracker.apply(l);
-    sw.setTaskLogLevel(l.task);
-  });
-  const self: { rest?: RestListeners } = {};
-  const herder = new StandaloneHerder({
-    worker: sw,
-    store: new FileConnectorStore(worker.connectorsFile),
-    log,
-    checkConfig: async (raw) => void (await validateForWrite(raw, validation)),
-    parse: (raw) => parseConnectorConfig(resolveConfig(raw, providers), parseOptions),
-    offsets: herderOffsets(worker, settings, log),
-    tables: herderTables(settings, log),
-    plugins: { plugins: (only) => plugins.plugins(only), pluginConfig: (p) => plugins.pluginConfig(p), validate: (p, c) => validateConfig(p, c, validation) },
-    loggers: levels,
-    serverInfo: () => serverInfo(settings),
-    workerId: () => self.rest?.workerId ?? `${hostname()}:${worker.rest.listeners[0]?.port ?? 8083}`,
-    topicTracking: worker.rest.topicTracking,
-    pluginVersion: (cls) => plugins.connector(cls)?.version,
-  });
-  // Served before the connectors start: /health says `starting` until they have.
-  self.rest = await serveRest(herder, worker, log);
-  try {
-    await herder.start(connectors.map((f) => f.config));
-  } catch (e) {
-    await sw.stop().catch(() => undefined);
-    await self.rest.close().catch(() => undefined);
-    throw e;
+  async function openCommitter(c: ConnectorConfig, beforeCommit: (() => Promise<void>) | undefined): Promise<OpenCommitter> {
+    const store = objectStore(c.catalog);
+    const catalog = catalogFor(c.catalog, store);
+    const admin = await ConfluentKafkaAdmin.connect({ settings, overrides: c.adminOverrides });
+    const reader = await ConfluentControlTopicReader.connect({ settings: workerKafkaSettings(worker, { ...worker.consumerProps, ...c.control.kafkaProps }) });
+    const committer = new ConnectorCommitter({ connector: c, reader, admin, catalog, store, crash: crashPoints(options.crash), log, ...(beforeCommit === undefined ? {} : { beforeCommit }) });
+    return {
+      committer,
+      async close() {
+        await reader.close().catch(() => undefined);
+        await admin.close().catch(() => undefined);
+        await catalog.close().catch(() => undefined);
+        await store.close().catch(() => undefined);
+      },
+    };
   }
-  const failed = herder.startFailures();
-  if (options.exitOnFailure === true && failed.length > 0) {
-    // --exit-on-failure: a connector that cannot start ends the worker (as connect-standalone does); the
-    // connectors started before it are stopped cleanly, not left to their task processes' orphan watch.
-    await sw.stop().catch(() => undefined);
-    await self.rest.close().catch(() => undefined);
-    throw startFailure(failed[0] as { name: string; error: unknown });
-  }
-  const rest = self.rest;
-  return {
-    worker: sw,
-    herder,
-    rest,
-    async stop() {
-      await rest.close().catch(() => undefined);
-      await herder.stop();
-    },
-  };
+  return sw;
 }

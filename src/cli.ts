@@ -85,7 +85,25 @@ async function standalone(args: readonly string[]): Promise<number> {
     process.stderr.write(`usage: icefloe standalone [--exit-on-failure] WORKER.properties [CONNECTOR.json...]\n`);
     return 2;
   }
-  const exitOnFailure = flags.includes('--exit-on-failure');
+  return serve('standalone', workerFile, connectorFiles, flags.includes('--exit-on-failure'));
+}
+
+/**
+ * `icefloe distributed WORKER.properties`: a worker of the cluster its group.id names (Kafka's
+ * connect-distributed shape; docs/design/cluster.md). Connectors are created through the REST API of any
+ * worker. SIGTERM stops it gracefully: its tasks commit their cycles and leave their groups, its committers
+ * run a last round and release their leases, then it leaves the cluster. Exit codes as `standalone`.
+ */
+async function distributed(args: readonly string[]): Promise<number> {
+  const [workerFile, ...extra] = args;
+  if (workerFile === undefined || workerFile.startsWith('--') || extra.length > 0) {
+    process.stderr.write('usage: icefloe distributed WORKER.properties\n');
+    return 2;
+  }
+  return serve('distributed', workerFile, [], false);
+}
+
+async function serve(mode: 'standalone' | 'distributed', workerFile: string, connectorFiles: readonly string[], exitOnFailure: boolean): Promise<number> {
   // Listen before starting anything: a SIGTERM during start-up (a supervisor stopping a worker that has
   // just been started) must stop it cleanly once it is up, not kill it by the default action and leave its
   // task processes to notice on their own.
@@ -96,10 +114,10 @@ async function standalone(args: readonly string[]): Promise<number> {
   const stop = (): void => onStop();
   process.on('SIGTERM', stop);
   process.on('SIGINT', stop);
-  const { failureSummary, parseCrashSpec, runStandalone } = await import('./app.ts');
+  const { failureSummary, parseCrashSpec, runDistributed, runStandalone } = await import('./app.ts');
   let running: Awaited<ReturnType<typeof runStandalone>>;
   try {
-    running = await runStandalone({
+    running = await (mode === 'standalone' ? runStandalone : runDistributed)({
       workerPropertiesPath: workerFile,
       connectorPaths: connectorFiles,
       cwd: process.cwd(),
@@ -111,7 +129,7 @@ async function standalone(args: readonly string[]): Promise<number> {
     });
   } catch (e) {
     const text = e instanceof IcefloeError ? e.message : e instanceof Error ? (e.stack ?? e.message) : String(e);
-    process.stderr.write(`icefloe standalone: ${text}\n`);
+    process.stderr.write(`icefloe ${mode}: ${text}\n`);
     return e instanceof ConfigError ? 2 : 1;
   }
   const { worker } = running;
@@ -228,6 +246,9 @@ async function main(argv: readonly string[]): Promise<number> {
     case '-h':
       process.stdout.write(USAGE);
       return 0;
+    case 'distributed':
+      process.exit(await distributed(rest));
+    // falls through (unreachable)
     case 'standalone':
       // Explicit exit: a stopped worker must not linger on a client's leftover handle.
       process.exit(await standalone(rest));

@@ -16,6 +16,8 @@ export const USAGE = `usage: icefloe <command> [options]
 commands:
   standalone WORKER.properties CONNECTOR.json...
             run the worker with these connectors (Kafka's connect-standalone shape)
+  distributed WORKER.properties
+            run a worker of the cluster its group.id names (Kafka's connect-distributed shape)
   generate  produce generated order events to Kafka (registering their schema), for quickstarts and tests
   produce   produce your own records (JSON lines, Avro or Protobuf) to a topic
   consume   print a topic's records, decoded, as JSON lines
@@ -55,6 +57,25 @@ environment:
 examples:
   icefloe standalone config/worker-s3-rest.properties connectors/orders-avro-s3-rest.json
   icefloe standalone config/worker-standalone.properties connectors/events-json.json
+`;
+
+const DISTRIBUTED = `usage: icefloe distributed WORKER.properties
+
+Runs a worker of a cluster (Kafka's connect-distributed shape; docs/design/cluster.md): every worker with
+the same group.id shares the connectors created through the REST API of any of them, their tasks spread
+over the workers, and one committer per connector holds a Redis lease. SIGTERM or Ctrl-C (SIGINT) stops it
+gracefully: its tasks commit their cycles and leave their groups, its committers run a last round and
+release their leases, then it leaves the cluster and the others take over at once.
+
+arguments:
+  WORKER.properties          worker settings as for standalone, plus group.id, config.storage.topic,
+                             status.storage.topic and icefloe.redis.url (docs/configuration.md)
+
+environment:
+  ICEFLOE_LOG_LEVEL, ICEFLOE_LOG_FORMAT, NO_COLOR as for standalone
+
+example:
+  icefloe distributed config/worker-distributed.properties
 `;
 
 const GENERATE = `usage: icefloe generate [options]
@@ -194,6 +215,7 @@ example:
 /** Each command's own help, by command name. */
 export const COMMAND_HELP: Readonly<Record<string, string>> = {
   standalone: STANDALONE,
+  distributed: DISTRIBUTED,
   generate: GENERATE,
   produce: PRODUCE,
   consume: CONSUME,

@@ -73,6 +73,11 @@ export interface CommitterDeps {
   readonly crash: CrashPoints;
   readonly log: Logger;
   readonly nowMs?: () => number;
+  /**
+   * Runs before every catalog commit and throws to prevent it (distributed mode: the committer's Redis
+   * lease is checked and extended, docs/design/cluster.md "The committer").
+   */
+  readonly beforeCommit?: () => Promise<void>;
 }
 
 export interface TableCommitStatus {
@@ -129,7 +134,13 @@ export class ConnectorCommitter {
     this.d = deps;
     this.log = deps.log.child({ connector: deps.connector.name, role: 'committer' });
     this.now = deps.nowMs ?? Date.now;
-    this.catalog = afterCommitHook(deps.catalog, () => deps.crash.reach('committer.after-catalog-commit'));
+    this.catalog = commitHooks(deps.catalog, {
+      before: async () => {
+        await deps.beforeCommit?.();
+        deps.crash.reach('committer.before-catalog-commit');
+      },
+      after: () => deps.crash.reach('committer.after-catalog-commit'),
+    });
     this.control = new ControlBuffer({ connector: deps.connector, reader: deps.reader, admin: deps.admin, log: this.log, now: this.now, onEvent: (e) => this.learn(e) });
   }
 
@@ -563,7 +574,7 @@ function min(a: bigint, b: bigint): bigint {
 }
 
 /** The catalog with a hook after every successful commit (the crash point "applied, reply unseen"). */
-function afterCommitHook(catalog: Catalog, hook: () => void): Catalog {
+function commitHooks(catalog: Catalog, hooks: { readonly before: () => Promise<void>; readonly after: () => void }): Catalog {
   return {
     name: catalog.name,
     listNamespaces: (parent) => catalog.listNamespaces(parent),
@@ -574,8 +585,9 @@ function afterCommitHook(catalog: Catalog, hook: () => void): Catalog {
     createTable: (id, req) => catalog.createTable(id, req),
     loadTable: (id) => catalog.loadTable(id),
     async commitTable(id, requirements, updates, options) {
+      await hooks.before();
       const answer = await catalog.commitTable(id, requirements, updates, options);
-      hook();
+      hooks.after();
       return answer;
     },
     dropTable: (id) => catalog.dropTable(id),

@@ -17,6 +17,8 @@ export const CRASH_POINTS = [
   'task.in-transaction',
   /** The transaction committed: files announced, offsets committed; the committer has not run yet. */
   'task.after-announce',
+  /** The committer checked its lease (distributed mode) and is about to send a table commit to the catalog. */
+  'committer.before-catalog-commit',
   /** The catalog applied a table commit; the committer has not seen the reply. */
   'committer.after-catalog-commit',
   /** One table of a committer round is committed, the next one is not. */

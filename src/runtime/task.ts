@@ -42,6 +42,11 @@ import { isSchemaUnavailable } from '../decode/registry-port.ts';
 import { PartitionHolds } from './partition-holds.ts';
 
 export interface SinkTaskDeps {
+  /**
+   * Distributed mode: a task fenced by another process may be restarted (views of the placement differ for
+   * a moment after a change; the worker that no longer places the task stops its copy), not FAILED for good.
+   */
+  readonly restartFenced?: boolean;
   readonly connector: ConnectorConfig;
   readonly taskId: number;
   readonly source: KafkaSource;
@@ -261,7 +266,7 @@ export class SinkTask {
       this.log.info('task stopped', { ...this.metrics });
     } catch (e) {
       this.state = 'FAILED';
-      this.restartable = this.failure === undefined && restartable(e);
+      this.restartable = this.failure === undefined && (restartable(e) || (this.d.restartFenced === true && isFenced(e)));
       this.trace = e instanceof Error ? (e.stack ?? e.message) : String(e);
       this.failedWith = { ...describeFailure(e), restartable: this.restartable };
       // The worker logs the one failure line a person reads (runtime/worker.ts), with the trace.

@@ -43,6 +43,7 @@ import { CommitterLoop } from '../coordinate/committer-loop.ts';
 import { connectorHealth } from '../coordinate/connector-health.ts';
 import type { HealthVerdict, TableHealth } from '../coordinate/connector-health.ts';
 import { restartable } from './task.ts';
+import { isFenced } from '../consume/port.ts';
 
 /** A running task, however it runs. */
 export interface TaskHandle {
@@ -88,6 +89,8 @@ export interface WorkerDeps {
   readonly restartBackoff?: BackoffBounds;
   /** Numbers in [0, 1) for the back-off's jitter (tests pin it). */
   readonly random?: () => number;
+  /** Distributed mode: a task fenced by another process is restarted (SinkTaskDeps.restartFenced says why). */
+  readonly restartFenced?: boolean;
   /** A task of a connector whose committer runs elsewhere announced a cycle (distributed mode: a wake-up job). */
   readonly onAnnounced?: (connector: string) => void;
 }
@@ -474,7 +477,7 @@ export class StandaloneWorker {
           log.warn(`${failureLine(line)} (while the ${this.stopping ? 'worker' : 'connector'} stops)`, fields);
           return;
         }
-        if (c.failure !== undefined || !restartable(e)) {
+        if (c.failure !== undefined || !(restartable(e) || (this.d.restartFenced === true && isFenced(e)))) {
           slot.failed = line;
           log.error(failureLine(line), { ...fields, restarting: false, fix: `not retried: a restart would fail the same way; fix the cause, then POST /connectors/${c.config.name}/restart?includeTasks=true&onlyFailed=true (or start the worker again)` });
           this.checkAllFailed();

@@ -35,8 +35,6 @@ export interface LocalReport {
 }
 
 export interface ClusterDeps {
-  readonly workerId: string;
-  readonly membership: Membership;
   readonly configs: ConfigTopicStore;
   readonly statusLog: KafkaStateLog;
   readonly sessionTimeoutMs: number;
@@ -56,8 +54,11 @@ export class Cluster implements ClusterPort {
   readonly #statuses = new StatusSnapshot();
   readonly #placementListeners: (() => void)[] = [];
   #connectors: readonly PlacedConnector[] = [];
-  #workers: readonly string[];
-  #placement: Placement;
+  /** Set by start(). */
+  #workerId = '';
+  #membership: Membership | undefined;
+  #workers: readonly string[] = [];
+  #placement: Placement = place([], []);
   #generation = 0;
   /** Since when Redis is out of reach (undefined: reachable). */
   #unreachableSince: number | undefined;
@@ -70,24 +71,27 @@ export class Cluster implements ClusterPort {
   constructor(deps: ClusterDeps) {
     this.#d = deps;
     this.#now = deps.nowMs ?? Date.now;
-    this.#workers = [deps.workerId];
-    this.#placement = place([], this.#workers);
   }
 
-  /** Reads the status topic, follows membership; `reports` is what this worker runs (the herder's). */
-  async start(reports: () => readonly LocalReport[]): Promise<void> {
-    this.#reports = reports;
+  /**
+   * Reads the status topic and follows `membership` (joined: this worker is `workerId`); `reports` is what
+   * this worker runs (the herder's).
+   */
+  async start(a: { readonly workerId: string; readonly membership: Membership; readonly reports: () => readonly LocalReport[] }): Promise<void> {
+    this.#workerId = a.workerId;
+    this.#membership = a.membership;
+    this.#reports = a.reports;
     await this.#d.statusLog.start((r) => {
       const { warning } = this.#statuses.apply(r.key, r.value, r.partition, r.offset);
       if (warning !== undefined) this.#d.log.warn(`status topic: ${warning}`);
     });
-    this.#d.membership.onChange((members) => this.#members(members));
-    this.#members(this.#d.membership.members());
+    a.membership.onChange((members) => this.#members(members));
+    this.#members(a.membership.members());
     this.#timer = setInterval(() => void this.report(), this.#d.reportEveryMs ?? 1_000);
     this.#timer.unref();
   }
 
-  /** Stops reporting; a last report first (a worker leaving says what it leaves). */
+  /** Stops reporting, after a last report (a worker leaving says what it leaves). */
   async stop(): Promise<void> {
     clearInterval(this.#timer);
     await this.report();
@@ -103,7 +107,7 @@ export class Cluster implements ClusterPort {
   share(name: string): ConnectorShare {
     if (this.#frozen()) return this.#d.currentShare(name) ?? { taskIds: [], committer: false };
     const c = this.#connectors.find((x) => x.name === name);
-    return unitsOf(this.#placement, name, c?.tasks ?? 0, this.#d.workerId);
+    return unitsOf(this.#placement, name, c?.tasks ?? 0, this.#workerId);
   }
 
   owner(name: string, unit: number | 'connector'): string | undefined {
@@ -136,7 +140,7 @@ export class Cluster implements ClusterPort {
   // ---- membership and placement --------------------------------------------------------------------
 
   #members(members: readonly MemberInfo[]): void {
-    const ids = [...new Set([this.#d.workerId, ...members.map((m) => m.workerId)])].sort();
+    const ids = [...new Set([this.#workerId, ...members.map((m) => m.workerId)])].sort();
     if (ids.join(',') === this.#workers.join(',')) return;
     this.#d.log.info('cluster members changed', { workers: ids, before: this.#workers });
     this.#workers = ids;
@@ -145,7 +149,7 @@ export class Cluster implements ClusterPort {
 
   /** Whether Redis has been out of reach for longer than the session time-out (then nothing new starts). */
   #frozen(): boolean {
-    if (this.#d.membership.healthy()) {
+    if (this.#membership?.healthy() !== false) {
       this.#unreachableSince = undefined;
       return false;
     }
@@ -179,7 +183,7 @@ export class Cluster implements ClusterPort {
       const status = (state: string, trace: string | undefined): Status => ({
         state: (STATES.has(state) ? state : 'UNASSIGNED') as ConnectorRunState,
         trace: trace ?? null,
-        workerId: this.#d.workerId,
+        workerId: this.#workerId,
         generation: this.#generation,
       });
       for (const r of reports) {
@@ -188,8 +192,8 @@ export class Cluster implements ClusterPort {
       }
       const fresh = entries.filter((e) => {
         seen.add(e.key);
-        const { generation: _g, ...rest } = (e.value ?? {}) as Record<string, unknown>;
-        const text = JSON.stringify(rest);
+        // The generation alone changing is no news: the status is what a reader needs.
+        const text = JSON.stringify({ ...(e.value ?? {}), generation: 0 });
         if (this.#written.get(e.key) === text) return false;
         this.#written.set(e.key, text);
         return true;

@@ -44,7 +44,7 @@ export class ConfigTopicStore implements ConnectorStore {
   readonly #levelListeners: ((namespace: string, level: string) => void)[] = [];
   /** Connectors changed by the records of the current read, notified once it is folded in. */
   readonly #changed = new Set<string>();
-  #flush: NodeJS.Immediate | undefined;
+  #flushing = false;
   #loaded = false;
 
   constructor(log: KafkaStateLog, logger: Logger, now: () => number = Date.now) {
@@ -127,7 +127,10 @@ export class ConfigTopicStore implements ConnectorStore {
       case 'target-state':
       case 'tasks-committed':
         this.#changed.add(change.connector);
-        this.#flush ??= setImmediate(() => this.#notify());
+        if (!this.#flushing) {
+          this.#flushing = true;
+          setImmediate(() => this.#notify());
+        }
         return;
       case 'restart': {
         if (r.initial) return;
@@ -145,7 +148,7 @@ export class ConfigTopicStore implements ConnectorStore {
   }
 
   #notify(): void {
-    this.#flush = undefined;
+    this.#flushing = false;
     const names = [...this.#changed];
     this.#changed.clear();
     for (const name of names) {

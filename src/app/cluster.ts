@@ -1,0 +1,121 @@
+/**
+ * The composition root's cluster part (distributed mode, docs/design/cluster.md): wires the config and
+ * status topics (runtime/cluster/ over the confluent adapters), the Redis coordination adapter, and the
+ * committer's lease around the committer app.ts opens. Only app.ts imports it.
+ */
+import { RequestRefused, errorMessage } from '../core/errors.ts';
+import type { Logger } from '../core/log.ts';
+import type { ConnectorConfig } from '../config/connector-config.ts';
+import type { ClusterSettings, WorkerConfig } from '../config/worker-config.ts';
+import { ConfluentControlTopicReader, ConfluentKafkaAdmin, ConfluentRecordProducer } from '../consume/confluent/index.ts';
+import type { ClientSettings } from '../consume/confluent/index.ts';
+import type { Coordination } from '../coordinate/cluster-port.ts';
+import { clusterKeyPrefix, redisCoordination } from '../coordinate/redis/index.ts';
+import type { RestListeners } from '../rest/listeners.ts';
+import { Cluster } from '../runtime/cluster/cluster.ts';
+import { ConfigTopicStore } from '../runtime/cluster/config-store.ts';
+import { KafkaStateLog } from '../runtime/cluster/state-log.ts';
+import type { StandaloneHerder } from '../runtime/herder.ts';
+import type { OpenCommitter, StandaloneWorker } from '../runtime/worker.ts';
+
+/** The pieces of a cluster worker (distributed mode) that the composition needs. */
+export interface ClusterParts {
+  readonly configs: ConfigTopicStore;
+  readonly view: Cluster;
+  /** A task here announced a cycle of a connector whose committer runs elsewhere: a wake-up job. */
+  wake(connector: string): void;
+  /** Takes the connector's committer lease (null: held elsewhere), then opens the committer under it. */
+  seatCommitter(c: ConnectorConfig, open: (beforeCommit: () => Promise<void>) => Promise<OpenCommitter>): Promise<OpenCommitter | null>;
+  /** Joins the cluster as the worker behind `rest`: membership, the config and status topics. */
+  join(rest: RestListeners, herder: StandaloneHerder, sw: StandaloneWorker): Promise<void>;
+  /** Leaves the cluster (after the herder stopped everything): a last status report, deregistration. */
+  close(): Promise<void>;
+}
+
+export async function clusterParts(worker: WorkerConfig, settings: { readonly admin: ClientSettings; readonly producer: ClientSettings; readonly reader: ClientSettings }, log: Logger): Promise<ClusterParts> {
+  const c = worker.cluster as ClusterSettings;
+  const admin = await ConfluentKafkaAdmin.connect({ settings: settings.admin });
+  await admin.checkReachable();
+  const producer = await ConfluentRecordProducer.connect({ settings: settings.producer, clientId: `${c.groupId}-state` });
+  const readerSettings = settings.reader;
+  const configReader = await ConfluentControlTopicReader.connect({ settings: readerSettings });
+  const statusReader = await ConfluentControlTopicReader.connect({ settings: readerSettings });
+  const stateLog = { admin, producer, log: log.child({ component: 'cluster' }) };
+  const configLog = new KafkaStateLog({ ...stateLog, topic: c.configTopic.name, setting: 'config.storage.topic', purpose: 'connector configurations', partitions: 1, singlePartition: true, replicationFactor: c.configTopic.replicationFactor, reader: configReader });
+  const statusLog = new KafkaStateLog({ ...stateLog, topic: c.statusTopic.name, setting: 'status.storage.topic', purpose: 'connector and task statuses', partitions: c.statusTopic.partitions, replicationFactor: c.statusTopic.replicationFactor, reader: statusReader });
+  const configs = new ConfigTopicStore(configLog, log);
+  let sw: StandaloneWorker | undefined;
+  let coordination: Coordination | undefined;
+  const view = new Cluster({ configs, statusLog, sessionTimeoutMs: c.sessionTimeoutMs, log, currentShare: (name) => sw?.share(name) });
+  return {
+    configs,
+    view,
+    wake: (name) => void coordination?.wakeups.wake(name).catch(() => undefined),
+    async seatCommitter(connector, open) {
+      const lease = await coordination?.leases.tryAcquire(`committer:${connector.name}`);
+      if (lease === undefined || lease === null) return null;
+      let opened: OpenCommitter;
+      try {
+        opened = await open(() => lease.check());
+      } catch (e) {
+        await lease.release().catch(() => undefined);
+        throw e;
+      }
+      const wakeups = await coordination?.wakeups.listen(connector.name, () => sw?.wakeCommitter(connector.name)).catch((e: unknown) => {
+        log.warn('commit wake-ups unavailable; the committer runs at its interval', { connector: connector.name, error: errorMessage(e) });
+        return undefined;
+      });
+      log.info('committer seated: this worker holds the connector\'s committer lease', { connector: connector.name });
+      return {
+        committer: opened.committer,
+        onLost: (listener) => lease.onLost(listener),
+        async close() {
+          await wakeups?.close().catch(() => undefined);
+          await opened.close();
+          await lease.release().catch(() => undefined);
+        },
+      };
+    },
+    async join(rest, herder, worker_) {
+      sw = worker_;
+      coordination = redisCoordination({
+        redisUrl: c.redisUrl.reveal(),
+        keyPrefix: clusterKeyPrefix(c.groupId),
+        workerId: rest.workerId,
+        restUrl: rest.urls[0] ?? `http://${rest.workerId}`,
+        heartbeatMs: c.heartbeatMs,
+        sessionTimeoutMs: c.sessionTimeoutMs,
+        leaseTtlMs: c.leaseTtlMs,
+        log,
+      });
+      await coordination.membership.join();
+      await configs.start();
+      await view.start({ workerId: rest.workerId, membership: coordination.membership, reports: () => herder.localReports() });
+      log.info('joined the cluster', { group: c.groupId, workerId: rest.workerId, workers: view.workers() });
+    },
+    async close() {
+      await view.stop().catch(() => undefined);
+      await coordination?.membership.leave().catch(() => undefined);
+      await coordination?.close().catch(() => undefined);
+      await configLog.close().catch(() => undefined);
+      await statusLog.close().catch(() => undefined);
+      await producer.close().catch(() => undefined);
+      await configReader.close().catch(() => undefined);
+      await statusReader.close().catch(() => undefined);
+      await admin.close().catch(() => undefined);
+    },
+  };
+}
+
+/** The standalone worker ignores the cluster's keys: it says so rather than leaving the user to wonder. */
+export function warnClusterKeys(worker: WorkerConfig, log: Logger): void {
+  const keys = ['group.id', 'config.storage.topic', 'status.storage.topic', 'icefloe.redis.url'].filter((k) => worker.stored()[k] !== undefined);
+  if (keys.length > 0) log.warn(`${keys.join(', ')} ${keys.length === 1 ? 'is' : 'are'} ignored by icefloe standalone (read by icefloe distributed)`);
+}
+
+/** A cluster's workers share each table: a SQLite catalog is one process's file, so it is refused there. */
+export function sharedCatalogOnly(c: ConnectorConfig): void {
+  if (c.catalog.type === 'sql' && /sqlite:/i.test(c.catalog.uri)) {
+    throw new RequestRefused('bad-request', `Connector configuration is invalid and contains the following 1 error(s):\nA SQLite catalog (${c.catalog.fromWorker ? 'the worker\'s icefloe.catalog' : 'iceberg.catalog.uri'}) is a file of one process; the workers of a cluster need a shared catalog: a REST catalog or jdbc:postgresql://...\nYou can also find the above list of errors at the endpoint \`/connector-plugins/{connectorType}/config/validate\``);
+  }
+}
