@@ -122,6 +122,12 @@ function crashPoints(spec: CrashSpec | undefined): CrashPoints {
       });
       throw new RetriableError(text);
     }
+    if (spec?.action === 'stop') {
+      // Frozen here, as a GC pause or a stalled VM would freeze it, until the test sends SIGCONT.
+      process.stderr.write(`${line.replace('killing the process', 'stopping the process (SIGSTOP)')}\n`);
+      process.kill(process.pid, 'SIGSTOP');
+      return;
+    }
     process.stderr.write(`${line}\n`);
     process.kill(process.pid, 'SIGKILL');
     throw new Error('unreachable: SIGKILL did not stop the process');

@@ -136,8 +136,8 @@ export class ConnectorCommitter {
     this.now = deps.nowMs ?? Date.now;
     this.catalog = commitHooks(deps.catalog, {
       before: async () => {
-        await deps.beforeCommit?.();
         deps.crash.reach('committer.before-catalog-commit');
+        await deps.beforeCommit?.();
       },
       after: () => deps.crash.reach('committer.after-catalog-commit'),
     });

@@ -17,7 +17,7 @@ export const CRASH_POINTS = [
   'task.in-transaction',
   /** The transaction committed: files announced, offsets committed; the committer has not run yet. */
   'task.after-announce',
-  /** The committer checked its lease (distributed mode) and is about to send a table commit to the catalog. */
+  /** The committer is about to send a table commit to the catalog; in a cluster it checks its lease next. */
   'committer.before-catalog-commit',
   /** The catalog applied a table commit; the committer has not seen the reply. */
   'committer.after-catalog-commit',
@@ -32,14 +32,14 @@ export interface CrashPoints {
 
 export const NO_CRASH_POINTS: CrashPoints = { reach: () => undefined };
 
-export const CRASH_ACTIONS = ['kill', 'throw'] as const;
+export const CRASH_ACTIONS = ['kill', 'throw', 'stop'] as const;
 export type CrashAction = (typeof CRASH_ACTIONS)[number];
 
 export interface CrashSpec {
   readonly point: CrashPoint;
   /** Crash when the point is reached for this time (1 = the first time). */
   readonly after: number;
-  /** kill (default): SIGKILL; throw: an uncaught exception. */
+  /** kill (default): SIGKILL; throw: an uncaught exception; stop: SIGSTOP to itself (frozen until a SIGCONT, then it goes on). */
   readonly action?: CrashAction;
 }
 
@@ -54,18 +54,18 @@ export function parseCrashSpec(point: string | undefined, after: string | undefi
   if (action !== undefined && action !== '' && !(CRASH_ACTIONS as readonly string[]).includes(action)) {
     throw new ConfigError(`unknown crash action ${JSON.stringify(action)}; known: ${CRASH_ACTIONS.join(', ')}`);
   }
-  return { point: point as CrashPoint, after: n, ...(action === 'throw' ? { action: 'throw' as const } : {}) };
+  return { point: point as CrashPoint, after: n, ...(action === 'throw' || action === 'stop' ? { action } : {}) };
 }
 
-/** Crash points armed for `spec`; `die` must not return (it kills the process). */
-export function armCrashPoints(spec: CrashSpec | undefined, die: (line: string) => never): CrashPoints {
+/** Crash points armed for `spec`; `die` kills the process (or, action `stop`, freezes it and returns once thawed). */
+export function armCrashPoints(spec: CrashSpec | undefined, die: (line: string) => void): CrashPoints {
   if (spec === undefined) return NO_CRASH_POINTS;
   let hits = 0;
   return {
     reach(point) {
       if (point !== spec.point) return;
       hits++;
-      if (hits >= spec.after) die(`icefloe: crash point ${point} reached (hit ${hits}); killing the process`);
+      if (hits === spec.after) die(`icefloe: crash point ${point} reached (hit ${hits}); killing the process`);
     },
   };
 }

@@ -1,5 +1,5 @@
 /**
- * Runs the real worker (`icefloe standalone`) as a child process for end-to-end tests: writes its
+ * Runs the real worker (`icefloe standalone`, or `icefloe distributed`) as a child process for end-to-end tests: writes its
  * worker properties and connector files to a fresh directory, captures its log lines, and stops it
  * gracefully (SIGTERM), abruptly (SIGKILL), or freezes it (SIGSTOP/SIGCONT).
  */
@@ -26,6 +26,8 @@ export interface WorkerOptions {
    * assert that end. Pass `[]` for a worker that stays up and shows FAILED in its REST status.
    */
   readonly args?: readonly string[];
+  /** `distributed`: `icefloe distributed worker.properties` (no connector files; create them through REST). */
+  readonly mode?: 'standalone' | 'distributed';
 }
 
 export interface WorkerProcess {
@@ -70,7 +72,8 @@ export function startWorker(options: WorkerOptions): WorkerProcess {
     writeFileSync(f, JSON.stringify({ name: c.name, config: c.config }, null, 2));
     return f;
   });
-  const child = spawn(process.execPath, [CLI, 'standalone', ...(options.args ?? ['--exit-on-failure']), join(dir, 'worker.properties'), ...files], {
+  const argv = options.mode === 'distributed' ? ['distributed', join(dir, 'worker.properties')] : ['standalone', ...(options.args ?? ['--exit-on-failure']), join(dir, 'worker.properties'), ...files];
+  const child = spawn(process.execPath, [CLI, ...argv], {
     cwd: dir,
     // Without the caller's ICEFLOE_LOG_FORMAT: the tests read JSON lines (auto on a pipe) unless they set one.
     env: { ...process.env, ICEFLOE_LOG_FORMAT: undefined, ...options.env },

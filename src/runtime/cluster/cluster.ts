@@ -35,8 +35,8 @@ export interface LocalReport {
 }
 
 export interface ClusterDeps {
-  readonly configs: ConfigTopicStore;
-  readonly statusLog: KafkaStateLog;
+  readonly configs: Pick<ConfigTopicStore, 'requestRestart' | 'onRestart'>;
+  readonly statusLog: Pick<KafkaStateLog, 'start' | 'appendAll'>;
   readonly sessionTimeoutMs: number;
   readonly log: Logger;
   /** What this worker runs of a connector now (kept while Redis is out of reach). */

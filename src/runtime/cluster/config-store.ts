@@ -32,10 +32,13 @@ import type { ConnectorEntry, StateEntry } from './state-records.ts';
 
 type Listener = (name: string, stored: StoredConnector | undefined) => void;
 
+/** What the store needs of its log (KafkaStateLog; unit tests give a fake). */
+export type ConfigLog = Pick<KafkaStateLog, 'topic' | 'start' | 'appendAll'>;
+
 const key = (config: Readonly<Record<string, string>>): string => JSON.stringify(Object.entries(config).sort(([a], [b]) => (a < b ? -1 : 1)));
 
 export class ConfigTopicStore implements ConnectorStore {
-  readonly #log: KafkaStateLog;
+  readonly #log: ConfigLog;
   readonly #logger: Logger;
   readonly #now: () => number;
   readonly #snapshot = new ConfigSnapshot();
@@ -47,7 +50,7 @@ export class ConfigTopicStore implements ConnectorStore {
   #flushing = false;
   #loaded = false;
 
-  constructor(log: KafkaStateLog, logger: Logger, now: () => number = Date.now) {
+  constructor(log: ConfigLog, logger: Logger, now: () => number = Date.now) {
     this.#log = log;
     this.#logger = logger;
     this.#now = now;

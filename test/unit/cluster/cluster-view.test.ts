@@ -1,0 +1,121 @@
+/**
+ * A worker's view of its cluster (runtime/cluster/cluster.ts) on fake membership and status logs: placement
+ * follows the members, a worker cut off from Redis for longer than the session time-out starts nothing new,
+ * statuses are written only when they change, a deleted connector's status is tombstoned.
+ */
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import type { Logger } from '../../../src/core/log.ts';
+import type { MemberInfo, Membership } from '../../../src/coordinate/cluster-port.ts';
+import { Cluster } from '../../../src/runtime/cluster/cluster.ts';
+import type { LocalReport } from '../../../src/runtime/cluster/cluster.ts';
+import type { StateLogRecord } from '../../../src/runtime/cluster/state-log.ts';
+import type { StateEntry } from '../../../src/runtime/cluster/state-records.ts';
+
+const quiet: Logger = { debug: () => undefined, info: () => undefined, warn: () => undefined, error: () => undefined, child: () => quiet };
+
+class FakeMembership implements Membership {
+  members_: MemberInfo[];
+  up = true;
+  listeners: ((m: readonly MemberInfo[]) => void)[] = [];
+  constructor(ids: string[]) {
+    this.members_ = ids.map((workerId) => ({ workerId, url: `http://${workerId}` }));
+  }
+  join = async (): Promise<void> => undefined;
+  leave = async (): Promise<void> => undefined;
+  members = (): readonly MemberInfo[] => this.members_;
+  onChange = (l: (m: readonly MemberInfo[]) => void): void => void this.listeners.push(l);
+  healthy = (): boolean => this.up;
+  set(ids: string[]): void {
+    this.members_ = ids.map((workerId) => ({ workerId, url: `http://${workerId}` }));
+    for (const l of this.listeners) l(this.members_);
+  }
+}
+
+function rig(ids: string[], me: string) {
+  let now = 0;
+  const written: StateEntry[] = [];
+  let onStatus: ((r: StateLogRecord) => void) | undefined;
+  const membership = new FakeMembership(ids);
+  let reports: LocalReport[] = [];
+  const cluster = new Cluster({
+    configs: { requestRestart: async () => undefined, onRestart: () => undefined },
+    statusLog: {
+      start: async (on: (r: StateLogRecord) => void) => {
+        onStatus = on;
+        return { endOffsets: [], records: 0, elapsedMs: 0 };
+      },
+      appendAll: async (entries: readonly StateEntry[]) => {
+        written.push(...entries);
+        entries.forEach((e, i) => onStatus?.({ key: e.key, value: e.value === null ? null : JSON.stringify(e.value), partition: 0, offset: BigInt(written.length + i), timestamp: null, initial: false }));
+        return entries.map(() => 0n);
+      },
+    },
+    sessionTimeoutMs: 3000,
+    log: quiet,
+    currentShare: () => ({ taskIds: [0], committer: false }),
+    nowMs: () => now,
+    reportEveryMs: 3_600_000,
+  });
+  return {
+    cluster,
+    membership,
+    written,
+    advance: (ms: number) => void (now += ms),
+    setReports: (r: LocalReport[]) => void (reports = r),
+    start: () => cluster.start({ workerId: me, membership, reports: () => reports }),
+  };
+}
+
+test('placement follows the members: a joining worker takes its share and the herder is told', async (t) => {
+  const r = rig(['a:1', 'b:1'], 'a:1');
+  await r.start();
+  t.after(() => r.cluster.stop());
+  r.cluster.setConnectors([{ name: 'orders', tasks: 6, committer: true }]);
+  assert.equal(r.cluster.share('orders').taskIds.length, 3);
+  let told = 0;
+  r.cluster.onPlacement(() => told++);
+  r.membership.set(['a:1', 'b:1', 'c:1']);
+  assert.equal(told, 1);
+  assert.equal(r.cluster.share('orders').taskIds.length, 2);
+  const owners = Array.from({ length: 6 }, (_, n) => r.cluster.owner('orders', n));
+  assert.deepEqual([...new Set(owners)].sort(), ['a:1', 'b:1', 'c:1']);
+  r.membership.set(['a:1', 'b:1', 'c:1']);
+  assert.equal(told, 1, 'the same members: nothing to do');
+});
+
+test('cut off from Redis for longer than the session time-out, a worker keeps what it runs and starts nothing new', async (t) => {
+  const r = rig(['a:1', 'b:1'], 'a:1');
+  await r.start();
+  t.after(() => r.cluster.stop());
+  r.cluster.setConnectors([{ name: 'orders', tasks: 4, committer: true }]);
+  r.membership.up = false;
+  assert.equal(r.cluster.share('orders').taskIds.length, 2, 'a short outage: placement as before');
+  r.advance(3001);
+  assert.deepEqual(r.cluster.share('orders'), { taskIds: [0], committer: false }, 'past the session time-out: what it runs now');
+  r.membership.up = true;
+  assert.equal(r.cluster.share('orders').taskIds.length, 2);
+});
+
+test('statuses are written when they change (not when only the generation does); a deleted connector\'s is tombstoned', async (t) => {
+  const r = rig(['a:1'], 'a:1');
+  await r.start();
+  t.after(() => r.cluster.stop());
+  r.cluster.setConnectors([{ name: 'orders', tasks: 1, committer: true }]);
+  r.setReports([{ name: 'orders', connector: { state: 'RUNNING' }, tasks: [{ id: 0, state: 'RUNNING' }] }]);
+  await r.cluster.report();
+  assert.deepEqual(r.written.map((e) => e.key), ['status-connector-orders', 'status-task-orders-0']);
+  assert.deepEqual(r.written[1]?.value, { state: 'RUNNING', trace: null, worker_id: 'a:1', generation: 1 });
+  assert.deepEqual(r.cluster.reported('orders', 0), { state: 'RUNNING', worker_id: 'a:1' });
+  r.membership.set(['a:1', 'b:1']); // a new generation
+  await r.cluster.report();
+  assert.equal(r.written.length, 2, 'nothing changed but the generation');
+  r.setReports([{ name: 'orders', connector: { state: 'RUNNING' }, tasks: [{ id: 0, state: 'FAILED', trace: 'boom' }] }]);
+  await r.cluster.report();
+  assert.deepEqual(r.written.slice(2).map((e) => [e.key, (e.value as { state: string } | null)?.state]), [['status-task-orders-0', 'FAILED']]);
+  r.cluster.setConnectors([]);
+  r.setReports([]);
+  await r.cluster.report();
+  assert.deepEqual(r.written.slice(3).map((e) => [e.key, e.value]), [['status-connector-orders', null]]);
+  assert.equal(r.cluster.reported('orders', 'connector'), undefined);
+});
