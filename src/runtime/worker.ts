@@ -174,6 +174,8 @@ interface RunningConnector {
   wantsCommitter: boolean;
   /** The open committer (replaced when the connector instance is restarted); undefined while not seated here. */
   seat: { readonly committer: ConnectorCommitter; readonly close: () => Promise<void>; readonly loop: CommitterLoop } | undefined;
+  /** A cluster's connector (an explicit share): a committer that cannot open is retried, not a failed start. */
+  readonly seatRetried: boolean;
   /** A pending retry to take the committer's seat. */
   seatTimer: NodeJS.Timeout | undefined;
   /** The committer being opened or closed (operations on the seat run one after another). */
@@ -234,11 +236,12 @@ export class StandaloneWorker {
     const log = this.d.log.child({ connector: connector.name });
     const share = options.share ?? { taskIds: Array.from({ length: connector.tasksMax }, (_, n) => n), committer: true };
     const { retentionMs } = await this.d.prepareConnector(connector);
-    const running: RunningConnector = { config: connector, tasks: [], wantsCommitter: share.committer, seat: undefined, seatTimer: undefined, seatChain: Promise.resolve(),
+    const running: RunningConnector = { config: connector, tasks: [], wantsCommitter: share.committer, seatRetried: options.share !== undefined, seat: undefined, seatTimer: undefined, seatChain: Promise.resolve(),
       paused: options.paused === true, stopping: false, retentionMs, health: { tables: [] }, failure: undefined, alarmed: new Set(),
       healthTimer: setInterval(() => this.checkHealth(running, log), HEALTH_CHECK_MS).unref() };
-    // A committer that cannot open fails the start (standalone: the connector is FAILED with the reason).
-    if (share.committer) await this.openSeat(running, log, true);
+    // Standalone: a committer that cannot open fails the start (the connector is FAILED with the reason). In
+    // a cluster (an explicit share) its seat is retried: the lease may be held elsewhere for a while.
+    if (share.committer) await this.openSeat(running, log, !running.seatRetried);
     this.connectors.set(connector.name, running);
     for (const n of share.taskIds) this.addTask(running, n, log);
     log.info('connector started', { tasks: share.taskIds.length, committer: share.committer, paused: running.paused, config: connector.redacted() });
@@ -432,7 +435,7 @@ export class StandaloneWorker {
     c.failure = undefined;
     c.alarmed.clear();
     c.health = { tables: [] };
-    if (c.wantsCommitter) await this.openSeat(c, log, true);
+    if (c.wantsCommitter) await this.openSeat(c, log, !c.seatRetried);
     log.info('connector restarted on request');
   }
 

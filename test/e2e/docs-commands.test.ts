@@ -57,9 +57,12 @@ const RULES: readonly Rule[] = [
   // The worker: a task must get partitions (a line naming `topic[n]` with "partitions assigned", in JSON or
   // pretty lines), and a stop must commit what it read (exit 0, a table commit).
   { kind: 'serve', match: /^icefloe standalone /, ready: /partitions assigned[^\n]*\w\[\d+\]|\w\[\d+\][^\n]*partitions assigned/, settleMs: 3_000, expect: /table committed/ },
+  // A cluster worker serves until stopped and has no connectors until one is created through REST.
+  { kind: 'excluded', match: /^icefloe distributed /, why: 'a cluster worker: test/e2e/cluster-chaos.test.ts and cluster-failover.test.ts run workers this way' },
+  { kind: 'excluded', match: /^sed .*worker-distributed\.properties/, why: 'prepares a second cluster worker\'s properties (shown beside the workers it is for)' },
   // REST calls need a worker serving the API while they run (the docs show them beside one started in
   // another terminal); the e2e tests make the same calls on a worker of their own.
-  { kind: 'excluded', match: /^curl\b.*localhost:8083\//, why: 'a call to a running worker\'s REST API: test/e2e/rest-operations.test.ts, rest-conformance.test.ts and rest-client.test.ts make these calls' },
+  { kind: 'excluded', match: /^curl\b.*localhost:808[34]\//, why: 'a call to a running worker\'s REST API: test/e2e/rest-operations.test.ts, rest-conformance.test.ts and rest-client.test.ts make these calls' },
   { kind: 'run', match: /^scripts\/stack (status|env)$/, expect: /kafka|ICEFLOE_KAFKA_BOOTSTRAP=/i },
   // The README's two commands: the quickstart installs and brings the stack up (minutes cold; CI runs it
   // after the whole suite), and the test command is what runs this test.
