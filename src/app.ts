@@ -700,6 +700,8 @@ async function runWorker(options: StandaloneOptions, mode: 'standalone' | 'distr
 /** The worker that runs tasks and committers (in a cluster: its share, committers under a lease). */
 function buildWorker(options: StandaloneOptions, worker: WorkerConfig, settings: ClientSettings, log: Logger, logLevel: string, logOutput: LogOutput, cluster: ClusterParts | undefined): StandaloneWorker {
   const workerProps = worker.stored();
+  // One count per process: a committer opened again (a restart, a lease taken anew) does not re-arm the point.
+  const committerCrash = crashPoints(options.crash);
   const sw: StandaloneWorker = new StandaloneWorker({
     log,
     taskShutdownTimeoutMs: worker.taskShutdownTimeoutMs,
@@ -735,7 +737,7 @@ function buildWorker(options: StandaloneOptions, worker: WorkerConfig, settings:
     const catalog = catalogFor(c.catalog, store);
     const admin = await ConfluentKafkaAdmin.connect({ settings, overrides: c.adminOverrides });
     const reader = await ConfluentControlTopicReader.connect({ settings: workerKafkaSettings(worker, { ...worker.consumerProps, ...c.control.kafkaProps }) });
-    const committer = new ConnectorCommitter({ connector: c, reader, admin, catalog, store, crash: crashPoints(options.crash), log, ...(beforeCommit === undefined ? {} : { beforeCommit }) });
+    const committer = new ConnectorCommitter({ connector: c, reader, admin, catalog, store, crash: committerCrash, log, ...(beforeCommit === undefined ? {} : { beforeCommit }) });
     return {
       committer,
       async close() {

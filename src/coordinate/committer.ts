@@ -191,8 +191,9 @@ export class ConnectorCommitter {
         // One table's trouble must not hold the others back (catalog or store unreachable, retries
         // exhausted, the catalog refusing the commit, an unknown outcome): it is tried again next round,
         // its announcements kept in the buffer meanwhile, and C stays where it is. Anything that is not
-        // one of our errors is a bug (or a test's crash) and ends the round.
-        if (!(e instanceof IcefloeError)) throw e;
+        // one of our errors is a bug (or a test's crash) and ends the round. So does a lost lease (distributed
+        // mode): another worker commits now, and this committer must not touch any table or C again.
+        if (!(e instanceof IcefloeError) || e.code === 'LEASE_LOST') throw e;
         keepBuffer = true;
         except.push(tableKey(ref));
         this.tableFailed(name, ref, e);
