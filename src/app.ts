@@ -446,6 +446,8 @@ export interface Standalone {
   readonly rest: RestListeners;
   /** Stops serving and every connector (their last cycles commit). */
   stop(): Promise<void>;
+  /** icefloe.shutdown.timeout.ms: how long `stop` may take before the process gives up on it. */
+  readonly shutdownTimeoutMs: number;
 }
 
 // ---------------------------------------------------------------------------------------------------
@@ -687,6 +689,7 @@ async function runWorker(options: StandaloneOptions, mode: 'standalone' | 'distr
     worker: sw,
     herder,
     rest,
+    shutdownTimeoutMs: worker.shutdownTimeoutMs,
     async stop() {
       await rest.close().catch(() => undefined);
       // Tasks finish their cycles and leave their groups, committers run a last round and release their

@@ -150,7 +150,16 @@ async function serve(mode: 'standalone' | 'distributed', workerFile: string, con
   // Read before stopping: stop() forgets the connectors. A supervisor must see FAILED tasks in the exit
   // code even when it stopped the worker itself (a rolling restart would otherwise hide them).
   const { failed, total } = worker.failures();
-  await running.stop();
+  // Bounded (icefloe.shutdown.timeout.ms, within a Kubernetes grace period): a stop that hangs (a catalog
+  // that does not answer the last round) must not outlive it; fencing makes a cut-short stop harmless.
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<'late'>((resolve) => (timer = setTimeout(() => resolve('late'), running.shutdownTimeoutMs)));
+  const how = await Promise.race([running.stop().then(() => 'stopped' as const), late]);
+  clearTimeout(timer);
+  if (how === 'late') {
+    process.stderr.write(`icefloe ${mode}: the worker did not stop within icefloe.shutdown.timeout.ms (${running.shutdownTimeoutMs} ms); exiting (open cycles are read again by the next owner)\n`);
+    return 1;
+  }
   if (failed.length === 0) return 0;
   process.stderr.write(failureSummary(failed, total, allFailed ? 'all-failed' : 'stopped'));
   return 1;

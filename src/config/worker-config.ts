@@ -122,6 +122,8 @@ export const WORKER_CONFIG_DEF: ConfigDef = new ConfigDef()
     doc: 'Where the standalone worker keeps the connectors created, reconfigured, paused or stopped through the REST API (relative to the working directory), so that they survive a restart; configs are kept as submitted (`${...}` placeholders unresolved), the file readable by its owner only. Connectors given on the command line are added to it (or updated, keeping their stored state).' })
   .define({ name: 'icefloe.tasks.id-offset', type: 'INT', default: '0', importance: 'LOW', group: G_ICEFLOE, validator: validators.range(0),
     doc: 'Added to the task numbers of every connector this worker runs (task ids `<offset>..<offset>+tasks.max-1`, so transactional ids `<prefix><connector>-<id>`): several standalone workers sharing one connector give each a different offset so their tasks stay distinct members rather than fencing each other by transactional.id.' })
+  .define({ name: 'icefloe.shutdown.timeout.ms', type: 'LONG', default: '60000', importance: 'LOW', group: G_ICEFLOE, validator: validators.range(1000),
+    doc: 'How long a stop (SIGTERM, Ctrl-C) may take in all — tasks finishing their cycles within task.shutdown.graceful.timeout.ms, the committers\' last rounds, leases released, the cluster left — before the process exits anyway (code 1, saying so). Keep it below the pod\'s terminationGracePeriodSeconds. Cutting a stop short is safe: fencing and the transaction time-out make a late end harmless, and the next owner reads open cycles again.' })
   .define({ name: 'icefloe.log.format', type: 'STRING', default: 'auto', importance: 'LOW', group: G_ICEFLOE, validator: validators.oneOf(LOG_FORMATS),
     doc: 'How the worker and its task processes write their log lines to stderr: `json` (one JSON object per line, pino\'s, for files and log collectors), `pretty` (`HH:MM:SS.mmm LEVEL message  connector=… task=… key=value`, errors and traces on the following indented lines, levels coloured on a terminal unless NO_COLOR is set), or `auto`: pretty when stderr is a terminal, JSON otherwise. The environment variable ICEFLOE_LOG_FORMAT (same values) overrides it.' })
   .define({ name: 'group.id', type: 'STRING', default: null, importance: 'HIGH', group: G_CLUSTER,
@@ -182,6 +184,8 @@ export interface WorkerConfig {
   readonly connectorsFile: string;
   /** task.shutdown.graceful.timeout.ms: how long stopping tasks may take in all before they are killed. */
   readonly taskShutdownTimeoutMs: number;
+  /** icefloe.shutdown.timeout.ms: how long a stop (SIGTERM) may take in all before the process exits anyway. */
+  readonly shutdownTimeoutMs: number;
   /** icefloe.log.format (app.ts resolves `auto` and ICEFLOE_LOG_FORMAT: core/log-format.ts). */
   readonly logFormat: LogFormatSetting;
   /** The REST API's listeners, advertised address, CORS, headers, TLS and authentication. */
@@ -321,6 +325,7 @@ function buildWorker(p: ParsedConfig, options: WorkerParseOptions): WorkerConfig
     taskIdOffset: p.number('icefloe.tasks.id-offset') ?? 0,
     connectorsFile: resolvePath(options.baseDir, p.string('icefloe.connectors.file') ?? 'icefloe-data/connectors.json'),
     taskShutdownTimeoutMs: p.number('task.shutdown.graceful.timeout.ms') ?? 30_000,
+    shutdownTimeoutMs: p.number('icefloe.shutdown.timeout.ms') ?? 60_000,
     logFormat: LOG_FORMATS.find((f) => f === p.string('icefloe.log.format')) ?? 'auto',
     rest,
     cluster,
