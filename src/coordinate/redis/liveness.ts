@@ -69,8 +69,14 @@ export class LivenessView {
     return this.#view.filter((m) => m.workerId !== this.#self.workerId).map((m) => m.workerId);
   }
 
-  /** Applies one successful poll read at local monotonic time `now`; true when the view changed. */
-  observe(now: number, snapshot: PollSnapshot): boolean {
+  /**
+   * Applies one successful poll read at local monotonic time `now`; true when the view changed.
+   * `unobservedMs`: how long Redis could not be read before this poll (an outage). That time does not count
+   * against anyone: a restarted Redis comes back empty and its members re-register within a heartbeat, so
+   * judging them by the outage would drop every member for one poll and move their work for nothing.
+   */
+  observe(now: number, snapshot: PollSnapshot, unobservedMs = 0): boolean {
+    if (unobservedMs > 0) for (const e of this.#entries.values()) if (e.live) e.lastAdvance = Math.min(now, e.lastAdvance + unobservedMs);
     for (const [id, score] of snapshot.scores) {
       if (id === this.#self.workerId) continue;
       const url = snapshot.urls.get(id);

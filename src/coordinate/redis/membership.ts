@@ -147,7 +147,7 @@ export class RedisMembership implements Membership {
     const reply = await scripts.heartbeat(keys, self.workerId, self.url, GC_SESSIONS * sessionTimeoutMs, this.#view.watched());
     // A poll that completes after stop() must not revive the view's health or call listeners.
     if (this.#stop.signal.aborted) return;
-    const changed = this.#view.observe(clock.now(), parseHeartbeatReply(reply));
+    const changed = this.#view.observe(clock.now(), parseHeartbeatReply(reply), this.#outageSince === undefined ? 0 : clock.now() - this.#outageSince);
     this.#healthy = true;
     if (this.#outageSince !== undefined) {
       this.#d.log.info('Redis reachable again; membership view kept through the outage', { redis: this.#d.redisUrl, outageMs: Math.round(clock.now() - this.#outageSince) });

@@ -62,8 +62,8 @@ export class Cluster implements ClusterPort {
   #generation = 0;
   /** Since when Redis is out of reach (undefined: reachable). */
   #unreachableSince: number | undefined;
-  /** What this worker last wrote, per status key (value JSON). */
-  readonly #written = new Map<string, string>();
+  /** The status keys this worker wrote (a deleted connector's are tombstoned by the worker that wrote them). */
+  readonly #written = new Set<string>();
   #timer: NodeJS.Timeout | undefined;
   #reporting: Promise<void> = Promise.resolve();
   #reports: (() => readonly LocalReport[]) | undefined;
@@ -174,6 +174,14 @@ export class Cluster implements ClusterPort {
 
   // ---- status reports -----------------------------------------------------------------------------
 
+  /** Whether the status topic's record for the entry's key says what the entry says (generation aside). */
+  #topicHas(e: StateEntry): boolean {
+    const v = e.value as { state: string; trace: string | null; worker_id: string } | null;
+    const m = /^status-task-(.+)-(\d+)$/.exec(e.key);
+    const cur = m !== null ? this.#statuses.task(m[1] as string, Number(m[2])) : this.#statuses.connector(e.key.slice('status-connector-'.length));
+    return v !== null && cur !== undefined && cur.state === v.state && cur.workerId === v.worker_id && (cur.trace ?? null) === v.trace;
+  }
+
   /** Writes what changed in this worker's statuses since its last write. */
   report(): Promise<void> {
     const run = async (): Promise<void> => {
@@ -190,17 +198,16 @@ export class Cluster implements ClusterPort {
         if (r.connector !== undefined) entries.push(encodeConnectorStatus(r.name, status(r.connector.state, r.connector.trace)));
         for (const t of r.tasks) entries.push(encodeTaskStatus(r.name, t.id, status(t.state, t.trace)));
       }
+      // Written when the topic says something else — another worker's report for a unit now ours (a view that
+      // differed for a moment), or our own older one; the generation alone changing is no news.
       const fresh = entries.filter((e) => {
         seen.add(e.key);
-        // The generation alone changing is no news: the status is what a reader needs.
-        const text = JSON.stringify({ ...(e.value ?? {}), generation: 0 });
-        if (this.#written.get(e.key) === text) return false;
-        this.#written.set(e.key, text);
-        return true;
+        this.#written.add(e.key);
+        return !this.#topicHas(e);
       });
       // A connector this worker reported for and that is gone from the config: its status goes too.
       const known = new Set(this.#connectors.map((c) => c.name));
-      for (const k of [...this.#written.keys()]) {
+      for (const k of [...this.#written]) {
         if (seen.has(k)) continue;
         this.#written.delete(k);
         const name = k.startsWith('status-connector-') ? k.slice('status-connector-'.length) : undefined;
@@ -210,7 +217,7 @@ export class Cluster implements ClusterPort {
       try {
         await this.#d.statusLog.appendAll(fresh);
       } catch (e) {
-        for (const f of fresh) this.#written.delete(f.key); // written again next time
+        // Written again next time: the topic still says something else.
         this.#d.log.warn('could not write statuses to the status topic; trying again', { error: errorMessage(e) });
       }
     };

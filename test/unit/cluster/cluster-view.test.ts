@@ -62,6 +62,8 @@ function rig(ids: string[], me: string) {
     membership,
     written,
     advance: (ms: number) => void (now += ms),
+    /** A record another worker wrote to the status topic. */
+    foreign: (key: string, value: unknown) => onStatus?.({ key, value: JSON.stringify(value), partition: 0, offset: 999n, timestamp: null, initial: false }),
     setReports: (r: LocalReport[]) => void (reports = r),
     start: () => cluster.start({ workerId: me, membership, reports: () => reports }),
   };
@@ -97,7 +99,7 @@ test('cut off from Redis for longer than the session time-out, a worker keeps wh
   assert.equal(r.cluster.share('orders').taskIds.length, 2);
 });
 
-test('statuses are written when they change (not when only the generation does); a deleted connector\'s is tombstoned', async (t) => {
+test('statuses are written when the topic says otherwise (not when only the generation changed), over another worker\'s report; a deleted connector\'s is tombstoned', async (t) => {
   const r = rig(['a:1'], 'a:1');
   await r.start();
   t.after(() => r.cluster.stop());
@@ -113,9 +115,14 @@ test('statuses are written when they change (not when only the generation does);
   r.setReports([{ name: 'orders', connector: { state: 'RUNNING' }, tasks: [{ id: 0, state: 'FAILED', trace: 'boom' }] }]);
   await r.cluster.report();
   assert.deepEqual(r.written.slice(2).map((e) => [e.key, (e.value as { state: string } | null)?.state]), [['status-task-orders-0', 'FAILED']]);
+  // Another worker reported for this task (its view differed for a moment): ours is written again.
+  r.foreign('status-task-orders-0', { state: 'RUNNING', trace: null, worker_id: 'b:1', generation: 7 });
+  await r.cluster.report();
+  assert.deepEqual(r.written.slice(3).map((e) => [e.key, (e.value as { worker_id: string } | null)?.worker_id]), [['status-task-orders-0', 'a:1']]);
+  assert.deepEqual(r.cluster.reported('orders', 0), { state: 'FAILED', worker_id: 'a:1', trace: 'boom' });
   r.cluster.setConnectors([]);
   r.setReports([]);
   await r.cluster.report();
-  assert.deepEqual(r.written.slice(3).map((e) => [e.key, e.value]), [['status-connector-orders', null]]);
+  assert.deepEqual(r.written.slice(4).map((e) => [e.key, e.value]), [['status-connector-orders', null]]);
   assert.equal(r.cluster.reported('orders', 'connector'), undefined);
 });

@@ -61,6 +61,20 @@ test('a flushed Redis changes nothing: absent members stay until they re-registe
   assert.deepEqual(ids(v), ['w-a', 'w-b']);
 });
 
+test('a Redis restart longer than the session timeout: the outage does not count, members come back before anyone is dropped', () => {
+  const v = new LivenessView(SELF, SESSION);
+  v.observe(0, snap(1000, { 'w-a': 1000, 'w-c': 1000 }));
+  // Redis down from local 100 to 4100 (no polls), back empty: only this worker has re-registered.
+  assert.equal(v.observe(4100, snap(10, { 'w-b': 10 }), 4000), false, 'nobody dropped for the time nobody could be seen');
+  assert.equal(v.observe(4300, snap(210, { 'w-b': 210, 'w-a': 200, 'w-c': 205 })), false);
+  assert.deepEqual(ids(v), ['w-a', 'w-b', 'w-c']);
+  // One that did not come back is dropped a session timeout after what could be observed.
+  assert.equal(v.observe(5500, snap(1410, { 'w-b': 1410, 'w-a': 1400 })), false);
+  assert.equal(v.observe(5799, snap(1710, { 'w-b': 1710, 'w-a': 1700 })), false);
+  assert.equal(v.observe(5800, snap(1910, { 'w-b': 1910, 'w-a': 1900 })), true);
+  assert.deepEqual(ids(v), ['w-a', 'w-b']);
+});
+
 test('a member that never comes back after a flush times out from its last advance', () => {
   const v = new LivenessView(SELF, SESSION);
   v.observe(0, snap(1000, { 'w-a': 1000 }));
