@@ -87,7 +87,7 @@ export class BullWakeups implements CommitWakeups {
     let closing: Promise<void> | undefined;
     return {
       close: () => {
-        closing ??= worker.close().finally(() => this.#workers.delete(worker));
+        closing ??= closeBounded(worker, this.#d.timeoutMs).finally(() => this.#workers.delete(worker));
         return closing;
       },
     };
@@ -95,7 +95,7 @@ export class BullWakeups implements CommitWakeups {
 
   async close(): Promise<void> {
     this.#closed = true;
-    const workers = [...this.#workers].map((w) => w.close());
+    const workers = [...this.#workers].map((w) => closeBounded(w, this.#d.timeoutMs));
     const queues = [...this.#queues.values()].map((q) => q.close());
     this.#workers.clear();
     this.#queues.clear();
@@ -119,4 +119,17 @@ export class BullWakeups implements CommitWakeups {
     this.#lastErrorLog = now;
     this.#d.log.warn(`${what}: Redis error (wake-ups wait; committers still run at their commit interval)`, { redis: this.#d.redisUrl, error: errorMessage(error) });
   }
+}
+
+/**
+ * Closes a BullMQ worker gracefully, or by force after `ms`: a graceful close waits on Redis (its blocking
+ * connection, the job in hand), and while Redis is away that wait would hold up whoever closes it — a
+ * committer handing over its seat, a worker stopping.
+ */
+async function closeBounded(worker: Worker, ms: number): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<'late'>((resolve) => (timer = setTimeout(() => resolve('late'), ms)));
+  const how = await Promise.race([worker.close().then(() => 'closed' as const, () => 'closed' as const), late]);
+  clearTimeout(timer);
+  if (how === 'late') await Promise.race([worker.close(true).catch(() => undefined), new Promise((resolve) => setTimeout(resolve, ms).unref())]);
 }
