@@ -306,6 +306,22 @@ test('a read that fails is retried with a warning; the log keeps tailing', async
   assert.match(warnings[0] ?? '', /injected: broker unreachable/);
 });
 
+test('a topic recreated under a running log fails it for good: onFailure is called, appends and reads reject', async (t) => {
+  const topic = unique('state-configs');
+  const c = await clients(t, [topic]);
+  const failures: unknown[] = [];
+  const { log } = await openLog(t, c, 'config', topic, { onFailure: (e) => failures.push(e) });
+  await log.start(() => undefined);
+  for (let i = 0; i < 3; i++) await log.append(`connector-c${i}`, { properties: {} });
+  await c.admin.deleteTopic(topic);
+  await until('the topic recreated', async () => ((await c.admin.ensureTopic({ name: topic, partitions: 1, replicationFactor: -1, configs: { 'cleanup.policy': 'compact' } }).catch(() => false)) ? true : undefined), 15_000);
+  await until('the log failed', () => Promise.resolve(failures.length > 0 ? true : undefined), 30_000);
+  assert.equal(failures.length, 1);
+  assert.match(String(failures[0]), /outside the log .*restart the worker/);
+  await assert.rejects(log.append('connector-x', { properties: {} }), /outside the log/);
+  await assert.rejects(log.readToEnd(), /outside the log/);
+});
+
 test('1,000 connectors (config, target state, task config, commit) load from the topic in well under a few seconds', async (t) => {
   const topic = unique('state-configs');
   const c = await clients(t, [topic]);
