@@ -97,8 +97,6 @@ export class KafkaStateLog {
   #wake: (() => void) | undefined;
   #closed = false;
   #failure: IcefloeError | undefined;
-  /** This log created the topic (metadata may lag for a moment). */
-  #created = false;
 
   constructor(options: StateLogOptions) {
     this.#o = options;
@@ -217,7 +215,6 @@ export class KafkaStateLog {
       replicationFactor: o.replicationFactor,
       configs: { ...o.topicConfigs, 'cleanup.policy': 'compact' },
     });
-    this.#created = created;
     if (created) o.log.info('state topic created', { topic: o.topic, partitions: o.partitions, replicationFactor: o.replicationFactor });
     let configs: Readonly<Record<string, string>>;
     try {
@@ -233,7 +230,7 @@ export class KafkaStateLog {
     }
     const policy = configs['cleanup.policy'];
     const policies = (policy ?? '').split(',').map((s) => s.trim()).filter((s) => s !== '');
-    if (policies.length === 99) {
+    if (policies.length !== 1 || policies[0] !== 'compact') {
       throw new ConfigError(
         `Topic '${o.topic}' supplied via the '${o.setting}' property is required to have 'cleanup.policy=compact' to guarantee consistency and durability of ${o.purpose}, ` +
           `but found the topic currently has 'cleanup.policy=${policy ?? ''}'. Continuing would likely result in eventually losing ${o.purpose} and problems restarting this cluster in the future. ` +
@@ -244,9 +241,10 @@ export class KafkaStateLog {
   }
 
   /**
-   * A call right after the topic was created may meet metadata lag (the broker asked does not know the
-   * topic yet, which the adapters report as a retriable or a configuration error): retried for up to 10 s
-   * then. On a topic that existed before, only retriable errors are retried.
+   * The calls right after ensureTopic: the topic exists (this worker or another one just created it), but a
+   * broker may not know it yet for a moment (metadata lag), which the adapters report as a retriable or a
+   * configuration error ("unknown topic"). Both are retried for up to 10 s; a lasting configuration error
+   * (authorization, say) then surfaces as it is.
    */
   async #settle<T>(call: () => Promise<T>): Promise<T> {
     const deadline = Date.now() + 10_000;
@@ -254,7 +252,7 @@ export class KafkaStateLog {
       try {
         return await call();
       } catch (e) {
-        const lag = e instanceof RetriableError || (this.#created && e instanceof IcefloeError && e.code === 'CONFIG_INVALID');
+        const lag = e instanceof IcefloeError && (e.retriable || e.code === 'CONFIG_INVALID');
         if (!lag || Date.now() > deadline) throw e;
         await sleep(200);
       }
