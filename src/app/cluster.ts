@@ -70,9 +70,9 @@ export async function clusterParts(worker: WorkerConfig, settings: { readonly ad
         committer: opened.committer,
         onLost: (listener) => lease.onLost(listener),
         async close() {
-          await wakeups?.close().catch(() => undefined);
+          await bounded(wakeups?.close(), REDIS_STEP_MS);
           await opened.close();
-          await lease.release().catch(() => undefined);
+          await bounded(lease.release(), REDIS_STEP_MS);
         },
       };
     },
@@ -94,9 +94,11 @@ export async function clusterParts(worker: WorkerConfig, settings: { readonly ad
       log.info('joined the cluster', { group: c.groupId, workerId: rest.workerId, workers: view.workers() });
     },
     async close() {
-      await view.stop().catch(() => undefined);
-      await coordination?.membership.leave().catch(() => undefined);
-      await coordination?.close().catch(() => undefined);
+      // Each step bounded: a Redis or Kafka that does not answer must not keep a stopping worker alive (the
+      // others drop it after the session time-out anyway; its last status report is a courtesy).
+      await bounded(view.stop(), KAFKA_STEP_MS);
+      await bounded(coordination?.membership.leave(), REDIS_STEP_MS);
+      await bounded(coordination?.close(), REDIS_STEP_MS);
       await configLog.close().catch(() => undefined);
       await statusLog.close().catch(() => undefined);
       await producer.close().catch(() => undefined);
@@ -105,6 +107,16 @@ export async function clusterParts(worker: WorkerConfig, settings: { readonly ad
       await admin.close().catch(() => undefined);
     },
   };
+}
+
+const REDIS_STEP_MS = 3_000;
+const KAFKA_STEP_MS = 10_000;
+
+/** Waits for `p` (errors ignored) at most `ms`. */
+async function bounded(p: Promise<unknown> | undefined, ms: number): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  await Promise.race([Promise.resolve(p).catch(() => undefined), new Promise((resolve) => (timer = setTimeout(resolve, ms)))]);
+  clearTimeout(timer);
 }
 
 /** The standalone worker ignores the cluster's keys: it says so rather than leaving the user to wonder. */

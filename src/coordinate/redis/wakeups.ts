@@ -96,7 +96,7 @@ export class BullWakeups implements CommitWakeups {
   async close(): Promise<void> {
     this.#closed = true;
     const workers = [...this.#workers].map((w) => closeBounded(w, this.#d.timeoutMs));
-    const queues = [...this.#queues.values()].map((q) => q.close());
+    const queues = [...this.#queues.values()].map((q) => Promise.race([q.close().catch(() => undefined), new Promise((resolve) => setTimeout(resolve, this.#d.timeoutMs).unref())]));
     this.#workers.clear();
     this.#queues.clear();
     await Promise.all([...workers, ...queues]);
