@@ -183,6 +183,24 @@ export function unreachable(what: string, urlForLogs: string, cause: unknown): R
   return new RetriableError(`${what}: Redis at ${urlForLogs} is unreachable (${errorMessage(cause)})`, { cause, context: { redis: urlForLogs } });
 }
 
+/**
+ * Resolves once `redis` is connected and ready, or after `maxMs` whichever comes first (the command that
+ * follows then fails and says why). Lets the first command after start-up wait for the connection that
+ * the no-offline-queue client would otherwise refuse it.
+ */
+export function whenReady(redis: Redis, maxMs: number): Promise<void> {
+  if (redis.status === 'ready') return Promise.resolve();
+  return new Promise((resolve) => {
+    const done = (): void => {
+      clearTimeout(timer);
+      redis.off('ready', done);
+      resolve();
+    };
+    const timer = setTimeout(done, maxMs);
+    redis.once('ready', done);
+  });
+}
+
 /** Closes a client without waiting for the server: pending commands fail, no reconnect follows. */
 export function closeClient(redis: Redis): void {
   redis.disconnect(false);

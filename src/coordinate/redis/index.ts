@@ -14,7 +14,7 @@ import { ConfigError } from '../../core/errors.ts';
 import type { Logger } from '../../core/log.ts';
 import { systemClock, type RetryClock } from '../../core/retry.ts';
 import type { Coordination } from '../cluster-port.ts';
-import { bullClient, closeClient, commandClient, defineScripts, keysUnder, redisUrlForLogs } from './connection.ts';
+import { bullClient, closeClient, commandClient, defineScripts, keysUnder, redisUrlForLogs, whenReady } from './connection.ts';
 import { RedisLeases } from './leases.ts';
 import { RedisMembership } from './membership.ts';
 import { BullWakeups } from './wakeups.ts';
@@ -72,8 +72,10 @@ export function redisCoordination(options: RedisCoordinationOptions): Coordinati
   command.on('error', () => undefined);
   bull.on('error', () => undefined);
   const scripts = defineScripts(command);
+  const ready = (maxMs: number): Promise<void> => whenReady(command, maxMs);
   const membership = new RedisMembership({
     scripts,
+    ready,
     keys,
     self: { workerId: options.workerId, url: options.restUrl },
     heartbeatMs: options.heartbeatMs,
@@ -83,7 +85,7 @@ export function redisCoordination(options: RedisCoordinationOptions): Coordinati
     log,
     redisUrl,
   });
-  const leases = new RedisLeases({ scripts, redis: command, keys, workerId: options.workerId, ttlMs: options.leaseTtlMs, clock, log, redisUrl });
+  const leases = new RedisLeases({ scripts, ready, commandTimeoutMs, redis: command, keys, workerId: options.workerId, ttlMs: options.leaseTtlMs, clock, log, redisUrl });
   const wakeups = new BullWakeups({ connection: bull, prefix: keys.bullPrefix, timeoutMs: commandTimeoutMs, log, redisUrl });
   let closing: Promise<void> | undefined;
   return {

@@ -22,6 +22,10 @@ export const LOCAL_VALIDITY = 0.8;
 
 export interface LeaseDeps {
   readonly scripts: Scripts;
+  /** Resolves when the connection is ready, or after `maxMs` (a lease asked for right after start-up waits for it). */
+  readonly ready: (maxMs: number) => Promise<void>;
+  /** How long tryAcquire() and holder() wait for the connection. */
+  readonly commandTimeoutMs: number;
   /** SET NX PX and GET, on the command client. */
   readonly redis: {
     set(key: string, value: string, px: 'PX', ms: number, nx: 'NX'): Promise<unknown>;
@@ -173,6 +177,7 @@ export class RedisLeases implements Leases {
 
   async tryAcquire(name: string): Promise<Lease | null> {
     const token = `${this.#d.workerId}/${randomUUID()}`;
+    await this.#d.ready(this.#d.commandTimeoutMs);
     const sent = this.#d.clock.now();
     let reply: unknown;
     try {
@@ -189,6 +194,7 @@ export class RedisLeases implements Leases {
 
   async holder(name: string): Promise<string | null> {
     let token: string | null;
+    await this.#d.ready(this.#d.commandTimeoutMs);
     try {
       token = await this.#d.redis.get(this.#d.keys.lease(name));
     } catch (e) {

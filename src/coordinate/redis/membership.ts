@@ -17,6 +17,8 @@ import { LivenessView, type PollSnapshot } from './liveness.ts';
 
 export interface MembershipDeps {
   readonly scripts: Scripts;
+  /** Resolves when the connection is ready, or after `maxMs`. */
+  readonly ready: (maxMs: number) => Promise<void>;
   readonly keys: Keys;
   readonly self: MemberInfo;
   readonly heartbeatMs: number;
@@ -109,10 +111,13 @@ export class RedisMembership implements Membership {
     for (;;) {
       if (this.#stop.signal.aborted) throw new RetriableError(`worker ${self.workerId} stopped before it joined the cluster`);
       try {
+        // The connection is still being set up at start: wait for it rather than fail the first attempt.
+        await this.#d.ready(Math.max(0, Math.min(heartbeatMs, joinTimeoutMs - (clock.now() - started))));
         await this.#poll();
         break;
       } catch (e) {
-        this.#failed(e);
+        // No outage warning while joining: the rejection below says it, once.
+        this.#healthy = false;
         if (this.#stop.signal.aborted || clock.now() - started + heartbeatMs > joinTimeoutMs) {
           throw unreachable(`worker ${self.workerId} could not join the cluster within ${joinTimeoutMs} ms`, redisUrl, e);
         }
