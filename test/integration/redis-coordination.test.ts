@@ -271,6 +271,12 @@ test('join() rejects with a RetriableError naming the Redis URL (never its passw
   assert.doesNotMatch(error.message, /hunter2/);
   assert.ok(took >= 800 && took < 3000, `gave up after ${Math.round(took)} ms`);
   assert.deepEqual(ids(c.membership.members()), ['w-a'], 'members() always holds this worker');
+  // The rest gives up as promptly: a wake-up (tasks must not hang on it), a lease, and shutting down.
+  await assert.rejects(c.wakeups.wake('orders'), (e: unknown) => e instanceof RetriableError && !e.message.includes('hunter2'));
+  await assert.rejects(c.leases.tryAcquire('db.orders'), RetriableError);
+  const closing = performance.now();
+  await c.close();
+  assert.ok(performance.now() - closing < 3000, `close() took ${Math.round(performance.now() - closing)} ms with Redis down`);
 });
 
 test('a lease is exclusive across clients and renews itself while held', async (t) => {
@@ -412,8 +418,14 @@ test('a wake-up that arrives while the handler runs is kept and delivered after 
   const committer = k.worker('w-committer');
   const child = fork(new URL('../helpers/redis-waker.ts', import.meta.url), [redisUrl, prefix, 'orders'], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
   t.after(async () => {
+    // The waker exits by itself once close() left nothing open; a process that stays up kept a timer or socket.
+    const exited = child.exitCode !== null ? Promise.resolve() : once(child, 'exit');
     if (child.connected) child.send('close');
-    if (child.exitCode === null) await once(child, 'exit');
+    const stayed = await Promise.race([exited.then(() => false), sleep(5000).then(() => true)]);
+    if (stayed) {
+      child.kill('SIGKILL');
+      assert.fail('the waker process did not exit within 5 s of close(): something stayed open');
+    }
   });
   const replies: string[] = [];
   child.on('message', (m) => replies.push(String(m)));
