@@ -155,7 +155,7 @@ test('three workers see each other, sorted, with their URLs; a graceful leave is
   assert.deepEqual(changes.at(-1), ['w-a', 'w-b']);
 });
 
-test('FLUSHDB changes nobody\'s view, and every worker registers again within a heartbeat', async (t) => {
+test('FLUSHDB changes nobody\'s view, every worker registers again within a heartbeat, and a lease it wiped is lost, not re-taken', async (t) => {
   const url = inDb(redisUrl, FLUSH_DB);
   const k = cluster(t, url);
   const prefix = k.prefix;
@@ -164,6 +164,11 @@ test('FLUSHDB changes nobody\'s view, and every worker registers again within a 
   for (const w of workers) w.membership.onChange(() => changes++);
   await Promise.all(workers.map((w) => w.membership.join()));
   await until('all three seen', () => workers.every((w) => w.membership.members().length === 3), 2000);
+  const [a, b] = workers as [Coordination, Coordination];
+  const lease = await a.leases.tryAcquire('db.orders');
+  assert.ok(lease !== null);
+  const lost: string[] = [];
+  lease.onLost((reason) => lost.push(reason));
   changes = 0;
   const r = raw(url);
   const before = workers.map((w) => ids(w.membership.members()));
@@ -182,6 +187,12 @@ test('FLUSHDB changes nobody\'s view, and every worker registers again within a 
   t.diagnostic(`all three registered again ${Math.round(registeredAfter)} ms after FLUSHDB; no view changed over ${2 * SESSION_MS} ms`);
   assert.deepEqual((await r.zrange(`${prefix}members`, '0', '-1')).sort(), ['w-a', 'w-b', 'w-c']);
   assert.ok(workers.every((w) => w.membership.healthy()));
+  // The flush took the lease with it: its holder learnt so at its next renewal and did not take it back
+  // (another worker may have been elected meanwhile); anyone may acquire it now.
+  assert.equal(lost.length, 1, 'the wiped lease was not reported lost');
+  assert.equal(lease.held(), false);
+  assert.equal(await r.exists(`${prefix}lease:db.orders`), 0, 'the old holder re-created its lease');
+  assert.ok((await b.leases.tryAcquire('db.orders')) !== null);
 });
 
 test('a worker that stops heartbeating without leaving is dropped after the session timeout, not before', async (t) => {
