@@ -1,7 +1,7 @@
 /**
  * Smoke: PostgreSQL (the SQL catalog's and the registry's database) answers from Node through pg, and
- * Redis (distributed mode's leases and queues, not built yet) answers plain RESP commands over a socket:
- * no Redis client is a dependency until distributed mode imports one.
+ * Redis (distributed mode's membership, leases and queues) answers plain RESP commands over a socket:
+ * the service is checked without our client (ioredis), so a failure here is Redis's, not the client's.
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';

@@ -80,6 +80,7 @@ class RedisLease implements Lease {
       extended = (await this.#d.scripts.renew(this.#key, this.token, this.#d.ttlMs)) === 1;
     } catch (e) {
       this.#markLost(`the check could not reach Redis (${errorMessage(e)})`);
+      this.#releaseQuietly();
       throw this.#lostError(e);
     }
     if (!extended) this.#markLost('Redis says another token holds the lease, or it expired');
@@ -135,11 +136,17 @@ class RedisLease implements Lease {
       } catch (e) {
         if (this.#stop.signal.aborted) return;
         this.#markLost(`renewal could not reach Redis (${errorMessage(e)})`);
-        // The renewal may have landed after all: delete the key if it is still ours, so that another
-        // worker need not wait out the TTL. Best effort (Redis may be down).
-        this.#d.scripts.release(this.#key, this.token).catch(() => undefined);
+        this.#releaseQuietly();
       }
     }
+  }
+
+  /**
+   * After a renewal or check that failed on the way: it may have landed after all, so delete the key if it
+   * is still ours, and another worker need not wait out the TTL. Best effort (Redis may be down).
+   */
+  #releaseQuietly(): void {
+    this.#d.scripts.release(this.#key, this.token).catch(() => undefined);
   }
 
   #markLost(reason: string): void {
