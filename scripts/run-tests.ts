@@ -24,7 +24,7 @@ const SUITES: Suite[] = [
   { name: 'smoke', files: ['test/smoke/**/*.test.ts'], budgetSeconds: 300, serial: true },
   { name: 'integration', files: ['test/integration/**/*.test.ts'], budgetSeconds: 900, serial: true },
   // The worker end to end (test/e2e): real worker processes, crashes, rebalances; minutes, not seconds.
-  { name: 'e2e', files: ['test/e2e/**/*.test.ts'], budgetSeconds: 1800, serial: true },
+  { name: 'e2e', files: ['test/e2e/**/*.test.ts'], budgetSeconds: 2100, serial: true },
   { name: 'stack', files: ['test/stack/**/*.test.ts'], budgetSeconds: 300, serial: true },
 ];
 
