@@ -75,7 +75,7 @@ import type { RestListeners } from './rest/listeners.ts';
 import { hostname } from 'node:os';
 export { failureSummary } from './runtime/worker.ts';
 import type { OpenCommitter, TaskHandle } from './runtime/worker.ts';
-import { clusterParts, sharedCatalogOnly, warnClusterKeys } from './app/cluster.ts';
+import { clusterLoggers, clusterParts, sharedCatalogOnly, warnClusterKeys } from './app/cluster.ts';
 import type { ClusterParts } from './app/cluster.ts';
 
 // ---------------------------------------------------------------------------------------------------
@@ -658,7 +658,7 @@ async function runWorker(options: StandaloneOptions, mode: 'standalone' | 'distr
     offsets: herderOffsets(worker, settings, log),
     tables: herderTables(settings, log),
     plugins: { plugins: (only) => plugins.plugins(only), pluginConfig: (p) => plugins.pluginConfig(p), validate: (p, c) => validateConfig(p, c, validation) },
-    loggers: levels,
+    loggers: cluster === undefined ? levels : clusterLoggers(levels, cluster, log),
     serverInfo: () => serverInfo(settings),
     workerId: () => self.rest?.workerId ?? `${hostname()}:${worker.rest.listeners[0]?.port ?? 8083}`,
     topicTracking: worker.rest.topicTracking,

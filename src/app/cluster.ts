@@ -15,7 +15,8 @@ import type { RestListeners } from '../rest/listeners.ts';
 import { Cluster } from '../runtime/cluster/cluster.ts';
 import { ConfigTopicStore } from '../runtime/cluster/config-store.ts';
 import { KafkaStateLog } from '../runtime/cluster/state-log.ts';
-import type { StandaloneHerder } from '../runtime/herder.ts';
+import type { LoggersPort, StandaloneHerder } from '../runtime/herder.ts';
+import { LoggerLevels } from '../runtime/loggers.ts';
 import type { OpenCommitter, StandaloneWorker } from '../runtime/worker.ts';
 
 /** The pieces of a cluster worker (distributed mode) that the composition needs. */
@@ -130,4 +131,28 @@ export function sharedCatalogOnly(c: ConnectorConfig): void {
   if (c.catalog.type === 'sql' && /sqlite:/i.test(c.catalog.uri)) {
     throw new RequestRefused('bad-request', `Connector configuration is invalid and contains the following 1 error(s):\nA SQLite catalog (${c.catalog.fromWorker ? 'the worker\'s icefloe.catalog' : 'iceberg.catalog.uri'}) is a file of one process; the workers of a cluster need a shared catalog: a REST catalog or jdbc:postgresql://...\nYou can also find the above list of errors at the endpoint \`/connector-plugins/{connectorType}/config/validate\``);
   }
+}
+
+/**
+ * Log levels in a cluster: `scope=cluster` is a record of the config topic that every worker applies as it
+ * reads it (Connect's `logger-cluster-<namespace>`), this one too; `scope=worker` stays on this worker.
+ */
+export function clusterLoggers(levels: LoggerLevels, cluster: ClusterParts, log: Logger): LoggersPort {
+  cluster.configs.onLoggerLevel((namespace, level) => {
+    try {
+      levels.setLevel(namespace, level, 'cluster');
+    } catch (e) {
+      log.warn('a cluster log level from the config topic could not be applied', { namespace, level, error: errorMessage(e) });
+    }
+  });
+  return {
+    loggers: () => levels.loggers(),
+    logger: (name) => levels.logger(name),
+    setLevel(name, level, scope) {
+      if (scope === 'worker') return levels.setLevel(name, level, scope);
+      LoggerLevels.checkLevel(level); // refused as on one worker, before anything is stored
+      void cluster.configs.setClusterLevel(name, level).catch((e: unknown) => log.warn('the cluster log level could not be stored', { namespace: name, level, error: errorMessage(e) }));
+      return [];
+    },
+  };
 }

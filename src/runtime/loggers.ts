@@ -141,9 +141,14 @@ export class LoggerLevels {
    * level differs, case-insensitive level; returns the names whose level changed, sorted (`[]` when none
    * did, as a 4.3.1 worker answers). `scope` is accepted and acts as `worker` (see the module header).
    */
+  /** Refuses a level that is not log4j's, with Connect's 404 text. */
+  static checkLevel(level: string): void {
+    if (LEVELS[level.trim().toUpperCase()] === undefined) throw new RequestRefused('not-found', `invalid log level '${level}'.`);
+  }
+
   setLevel(name: string, level: string, _scope: 'worker' | 'cluster' = 'worker'): readonly string[] {
     const upper = level.trim().toUpperCase();
-    if (LEVELS[upper] === undefined) throw new RequestRefused('not-found', `invalid log level '${level}'.`);
+    LoggerLevels.checkLevel(level);
     if (this.#entry(name) === undefined) this.#named.set(name, { level: null, lastModified: null });
     // Java matches `startsWith(name)`, so its Worker would also set WorkerSinkTask; a dotted boundary
     // keeps `io.icefloe.runtime.Worker` to the worker's own lines.

@@ -8,7 +8,7 @@
  *    lease check) past its lease, while another worker takes over and commits, then thawed: the stale seat
  *    commits nothing (its lease check fails) — the worker commits again only after seating anew.
  * 3. Scale out from 1 to 3 workers and back to 1 while records flow: tasks rebalance, status follows, every
- *    record exactly once.
+ *    record exactly once; a cluster-scoped log level set on one worker reaches all three.
  *
  * Which worker holds a committer is decided by placement (rendezvous hashing over the worker ids): the tests
  * pick a connector name that placement gives to the worker they arm.
@@ -172,6 +172,18 @@ test('scale out from 1 to 3 workers and back to 1 while records flow: tasks reba
       await w.waitFor(/"msg":"joined the cluster"/);
       await waitStatuses(urls, name, `4 tasks over ${urls.length} workers`, runningOn(urls.map(workerIdOf), 4));
       t.diagnostic(`scaled out to ${urls.length} workers`);
+    }
+    // A cluster-scoped log level set on one worker reaches every worker (a config-topic record).
+    const logger = 'io.icefloe.runtime.SinkTask';
+    const set = await http('PUT', `${urls[0]}/admin/loggers/${logger}?scope=cluster`, { level: 'DEBUG' });
+    assert.equal(set.status, 204, JSON.stringify(set.json));
+    const levelAt = async (url: string): Promise<string | undefined> => ((await http('GET', `${url}/admin/loggers/${logger}`)).json as { level?: string } | null)?.level;
+    for (const url of urls) {
+      const deadline = Date.now() + 15_000;
+      while ((await levelAt(url)) !== 'DEBUG') {
+        assert.ok(Date.now() < deadline, `${url} did not take the cluster-scoped level`);
+        await sleep(250);
+      }
     }
     for (let i = 0; i < 2; i++) {
       const w = workers.pop() as WorkerProcess;
