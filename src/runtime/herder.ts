@@ -173,6 +173,12 @@ export class StandaloneHerder implements HerderApi {
         for (const name of this.entries.keys()) void this.reconcile(name);
       });
       cluster.onRestart((name, request) => void this.restartHere(name, request));
+      // A connector failed where its committer runs (a stopped table, retention near its end): this worker's
+      // tasks of it fail too, so that nothing more is acknowledged to Kafka anywhere (docs/sink.md).
+      cluster.onConnectorState((name, state, trace) => {
+        if (state === 'FAILED') this.d.worker.connectorFailedElsewhere(name, trace ?? 'the connector failed on the worker that runs its committer');
+        else this.d.worker.connectorRecoveredElsewhere(name);
+      });
       this.placeConnectors();
     }
     for (const config of commandLine) {

@@ -577,17 +577,37 @@ export class StandaloneWorker {
       }
     }
     if (health.failure === undefined || c.failure !== undefined) return;
-    c.failure = health.failure;
-    log.error('connector failed: its tasks are stopped so that nothing more is acknowledged to Kafka', { table: health.failure.table, reason: health.failure.message });
+    this.failConnector(c, health.failure, log);
+  }
+
+  /**
+   * A cluster's connector failed on the worker that runs its committer (its status says FAILED): this
+   * worker's tasks of it fail too, so that nothing more is acknowledged to Kafka here either.
+   */
+  connectorFailedElsewhere(name: string, message: string): void {
+    const c = this.connectors.get(name);
+    if (c === undefined || c.failure !== undefined || c.seat !== undefined) return;
+    this.failConnector(c, { table: '', message }, this.d.log.child({ connector: name }));
+  }
+
+  /** The connector runs again where its committer runs (restarted there): this worker's tasks may restart again. */
+  connectorRecoveredElsewhere(name: string): void {
+    const c = this.connectors.get(name);
+    if (c !== undefined && c.seat === undefined) c.failure = undefined;
+  }
+
+  private failConnector(c: RunningConnector, failure: { readonly table: string; readonly message: string }, log: Logger): void {
+    c.failure = failure;
+    log.error('connector failed: its tasks are stopped so that nothing more is acknowledged to Kafka', { table: failure.table, reason: failure.message });
     for (const t of c.tasks) {
       if (t.restartTimer !== undefined) {
         // Its last incarnation ended already: the restart it waited for will not come.
         clearTimeout(t.restartTimer);
         t.restartTimer = undefined;
-        t.failed = { connector: c.config.name, task: t.taskId, cause: health.failure.message };
+        t.failed = { connector: c.config.name, task: t.taskId, cause: failure.message };
         continue;
       }
-      t.handle.fail(health.failure.message).catch((e: unknown) => log.warn('could not fail task', { task: t.taskId, error: errorMessage(e) }));
+      t.handle.fail(failure.message).catch((e: unknown) => log.warn('could not fail task', { task: t.taskId, error: errorMessage(e) }));
     }
     this.checkAllFailed();
   }

@@ -34,4 +34,6 @@ export interface ClusterPort {
   /** Stores a restart request for every worker (this one included: it arrives through onRestart). */
   requestRestart(name: string, request: RestartRequest): Promise<void>;
   onRestart(listener: (name: string, request: RestartRequest) => void): void;
+  /** The worker running the connector instance (its committer) reported it FAILED, or RUNNING again. */
+  onConnectorState(listener: (name: string, state: 'FAILED' | 'RUNNING', trace: string | undefined) => void): void;
 }

@@ -53,6 +53,7 @@ export class Cluster implements ClusterPort {
   readonly #now: () => number;
   readonly #statuses = new StatusSnapshot();
   readonly #placementListeners: (() => void)[] = [];
+  readonly #stateListeners: ((name: string, state: 'FAILED' | 'RUNNING', trace: string | undefined) => void)[] = [];
   #connectors: readonly PlacedConnector[] = [];
   /** Set by start(). */
   #workerId = '';
@@ -82,8 +83,9 @@ export class Cluster implements ClusterPort {
     this.#membership = a.membership;
     this.#reports = a.reports;
     await this.#d.statusLog.start((r) => {
-      const { warning } = this.#statuses.apply(r.key, r.value, r.partition, r.offset);
+      const { change, warning } = this.#statuses.apply(r.key, r.value, r.partition, r.offset);
       if (warning !== undefined) this.#d.log.warn(`status topic: ${warning}`);
+      if (change?.kind === 'connector-status' && !r.initial) this.#connectorState(change.connector, change.status);
     });
     a.membership.onChange((members) => this.#members(members));
     this.#members(a.membership.members());
@@ -130,6 +132,17 @@ export class Cluster implements ClusterPort {
 
   onRestart(listener: (name: string, request: RestartRequest) => void): void {
     this.#d.configs.onRestart(listener);
+  }
+
+  onConnectorState(listener: (name: string, state: 'FAILED' | 'RUNNING', trace: string | undefined) => void): void {
+    this.#stateListeners.push(listener);
+  }
+
+  /** A connector status another worker wrote: passed on when it is the instance owner's FAILED or RUNNING. */
+  #connectorState(name: string, s: { readonly state: string; readonly workerId: string; readonly trace: string | null } | null): void {
+    if (s === null || s.workerId === this.#workerId || s.workerId !== this.owner(name, 'connector')) return;
+    if (s.state !== 'FAILED' && s.state !== 'RUNNING') return;
+    for (const l of this.#stateListeners) l(name, s.state, s.trace ?? undefined);
   }
 
   /** The live workers as this worker sees them. */

@@ -126,3 +126,20 @@ test('statuses are written when the topic says otherwise (not when only the gene
   assert.deepEqual(r.written.slice(4).map((e) => [e.key, e.value]), [['status-connector-orders', null]]);
   assert.equal(r.cluster.reported('orders', 'connector'), undefined);
 });
+
+test('the connector instance owner\'s FAILED (and RUNNING again) reaches the herder; anyone else\'s report does not', async (t) => {
+  const r = rig(['a:1', 'b:1'], 'a:1');
+  await r.start();
+  t.after(() => r.cluster.stop());
+  const name = ['orders', 'clicks', 'views', 'carts', 'pays'].find((n) => {
+    r.cluster.setConnectors([{ name: n, tasks: 2, committer: true }]);
+    return r.cluster.owner(n, 'connector') === 'b:1';
+  }) as string;
+  const heard: unknown[] = [];
+  r.cluster.onConnectorState((n, state, trace) => heard.push([n, state, trace]));
+  r.foreign(`status-connector-${name}`, { state: 'FAILED', trace: 'table sales.orders stopped', worker_id: 'c:1', generation: 1 });
+  assert.deepEqual(heard, [], 'not the owner');
+  r.foreign(`status-connector-${name}`, { state: 'FAILED', trace: 'table sales.orders stopped', worker_id: 'b:1', generation: 1 });
+  r.foreign(`status-connector-${name}`, { state: 'RUNNING', trace: null, worker_id: 'b:1', generation: 2 });
+  assert.deepEqual(heard, [[name, 'FAILED', 'table sales.orders stopped'], [name, 'RUNNING', undefined]]);
+});
