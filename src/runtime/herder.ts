@@ -332,19 +332,7 @@ export class StandaloneHerder implements HerderApi {
       await this.d.cluster.requestRestart(name, { kind: 'connector', options });
       return plan;
     }
-    void this.chain(name, async () => {
-      try {
-        if (connectorToo) {
-          if (!worker.running().includes(name)) {
-            e.startFailure = undefined;
-            await this.apply(name);
-          } else await worker.restartConnector(name);
-        }
-        for (const t of tasks) await worker.restartTask(name, t);
-      } finally {
-        e.restarting.clear();
-      }
-    });
+    void this.restartUnits(name, e, connectorToo, tasks);
     return plan;
   }
 
@@ -418,6 +406,12 @@ export class StandaloneHerder implements HerderApi {
     const tasks = runs && includeTasks ? share.taskIds.filter((t) => !onlyFailed || worker.taskFailed(name, t)) : [];
     if (connectorToo) e.restarting.add('connector');
     for (const t of tasks) e.restarting.add(t);
+    return this.restartUnits(name, e, connectorToo, tasks);
+  }
+
+  /** Restarts the connector instance (when `connectorToo`) and the tasks, in the name's chain; RESTARTING until done. */
+  private restartUnits(name: string, e: Entry, connectorToo: boolean, tasks: readonly number[]): Promise<void> {
+    const worker = this.d.worker;
     return this.chain(name, async () => {
       try {
         if (connectorToo) {
