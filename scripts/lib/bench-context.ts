@@ -30,6 +30,8 @@ export interface Bench {
   readonly groups: Set<string>;
   readonly dirs: Set<string>;
   readonly live: Set<WorkerProcess>;
+  /** More to remove at the end, run after the workers are killed and before the topics go (catalog tables, Redis keys). */
+  readonly cleanups: (() => Promise<void>)[];
   cleaning: Promise<void> | undefined;
 }
 
@@ -43,6 +45,7 @@ export async function createBench(o: BenchOptions): Promise<Bench> {
     groups: new Set(),
     dirs: new Set(),
     live: new Set(),
+    cleanups: [],
     cleaning: undefined,
   };
 }
@@ -77,6 +80,7 @@ function adminCall(what: string, call: (cb: (err: RdKafka.LibrdKafkaError | null
 async function removeAll(b: Bench): Promise<void> {
   for (const w of b.live) await w.kill().catch(() => undefined);
   b.live.clear();
+  for (const c of b.cleanups) await c().catch((e: unknown) => console.error(`  cleanup: ${e instanceof Error ? e.message : String(e)}`));
   if (b.topics.size > 0 || b.groups.size > 0) {
     const admin = RdKafka.AdminClient.create({ 'bootstrap.servers': b.stack.kafkaBootstrap });
     try {
