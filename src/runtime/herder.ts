@@ -1,7 +1,9 @@
 /**
- * The standalone herder: the control layer between the REST API and the worker (herder-api.ts). It owns
- * the connectors' stored configs and target states (persisted through a ConnectorStore, so connectors
- * created through the API survive a worker restart) and makes the worker match them.
+ * The herder: the control layer between the REST API and the worker (herder-api.ts). It owns the
+ * connectors' stored configs and target states (persisted through a ConnectorStore — a file in standalone
+ * mode, the config topic in a cluster — so connectors created through the API survive a worker restart)
+ * and makes the worker match them. In a cluster (`ClusterPort`) the worker runs only its share, restarts
+ * are requests every worker applies, and status is read from each unit's owner.
  *
  * The rules (Connect's, ../shared/docs/reference/connect-rest.md §1.5):
  * - A write answers once the config or target state is stored; the worker catches up in the background

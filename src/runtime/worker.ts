@@ -1,8 +1,10 @@
 /**
- * The standalone worker (Kafka's `connect-standalone` shape): runs each configured connector's tasks
- * and, in the same process, its committer. Tasks run as child processes (N tasks use N cores) or in
- * this process — `app.ts` decides how a task is started; the protocol between them is the same one
- * distributed mode uses: tasks announce on the control topic, the committer reads it.
+ * The worker (Kafka's `connect-standalone` shape): runs each configured connector's tasks and, in the
+ * same process, its committer. Tasks run as child processes (N tasks use N cores) or in this process —
+ * `app.ts` decides how a task is started; tasks announce on the control topic, the committer reads it.
+ * In a cluster (distributed mode) it runs the share of each connector that placement gives this worker
+ * (`start` with a share, `reassign`), and the committer only while it holds the connector's lease (a seat
+ * that may be held elsewhere for a while, and is lost at once when the lease is).
  *
  * The committer's rounds are scheduled by its CommitterLoop (src/coordinate/). Stopping: the tasks stop
  * first (each commits its last cycle when it leaves the group), then one last committer round.
