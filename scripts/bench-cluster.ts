@@ -23,7 +23,7 @@ import type { Bench } from './lib/bench-context.ts';
 import { clusterThroughput, failover } from './lib/bench-cluster-run.ts';
 import type { ClusterThroughput, FailoverOptions, FailoverResult } from './lib/bench-cluster-run.ts';
 import type { ClusterSettings } from './lib/bench-cluster.ts';
-import { UsageError, parseOptions } from './lib/bench-options.ts';
+import { UsageError, optionsFromArgv, parseOptions } from './lib/bench-options.ts';
 
 const USAGE = `usage: node scripts/bench-cluster.ts [records] [options]
 
@@ -159,18 +159,7 @@ async function run(b: Bench, o: Options): Promise<void> {
 }
 
 function options(): Options {
-  const argv = process.argv.slice(2);
-  if (argv.includes('--help') || argv.includes('-h')) {
-    process.stdout.write(USAGE);
-    process.exit(0);
-  }
-  try {
-    return parse(argv);
-  } catch (e) {
-    if (!(e instanceof UsageError)) throw e;
-    process.stderr.write(`bench:cluster: ${e.message}\n\n${USAGE}`);
-    process.exit(2);
-  }
+  return optionsFromArgv('bench:cluster', USAGE, parse);
 }
 
 const o = options();

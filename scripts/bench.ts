@@ -44,7 +44,7 @@ import { freshness, idlePartitions } from './lib/bench-live.ts';
 import type { FreshnessResult, IdleResult } from './lib/bench-live.ts';
 import { longCycle, throughput } from './lib/bench-load.ts';
 import type { LongCycleResult, ThroughputResult } from './lib/bench-load.ts';
-import { USAGE, UsageError, needsTopic, parseOptions } from './lib/bench-options.ts';
+import { USAGE, needsTopic, optionsFromArgv, parseOptions } from './lib/bench-options.ts';
 import type { BenchOptions } from './lib/bench-options.ts';
 import { report } from './lib/bench-report.ts';
 
@@ -119,18 +119,7 @@ async function run(b: Bench): Promise<string> {
 }
 
 function options(): BenchOptions {
-  const argv = process.argv.slice(2);
-  if (argv.includes('--help') || argv.includes('-h')) {
-    process.stdout.write(USAGE);
-    process.exit(0);
-  }
-  try {
-    return parseOptions(argv);
-  } catch (e) {
-    if (!(e instanceof UsageError)) throw e;
-    process.stderr.write(`bench: ${e.message}\n\n${USAGE}`);
-    process.exit(2);
-  }
+  return optionsFromArgv('bench', USAGE, parseOptions);
 }
 
 const bench = await createBench(options());

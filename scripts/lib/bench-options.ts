@@ -73,6 +73,22 @@ const DEFAULT_PHASES = 'ceiling,consume,throughput,routed,long,freshness,idle';
 
 export class UsageError extends Error {}
 
+/** A benchmark's options from the command line: --help prints `usage` (exit 0), a UsageError prints it after the message (exit 2). */
+export function optionsFromArgv<T>(name: string, usage: string, parse: (argv: string[]) => T): T {
+  const argv = process.argv.slice(2);
+  if (argv.includes('--help') || argv.includes('-h')) {
+    process.stdout.write(usage);
+    process.exit(0);
+  }
+  try {
+    return parse(argv);
+  } catch (e) {
+    if (!(e instanceof UsageError)) throw e;
+    process.stderr.write(`${name}: ${e.message}\n\n${usage}`);
+    process.exit(2);
+  }
+}
+
 function positive(name: string, text: string, min = 1): number {
   const n = Number(text);
   if (text.trim() === '' || !Number.isSafeInteger(n) || n < min) throw new UsageError(`--${name} must be an integer of at least ${min}, not '${text}'`);
