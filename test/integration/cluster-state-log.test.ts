@@ -55,26 +55,33 @@ interface Clients {
   readonly settings: ClientSettings;
   readonly admin: KafkaAdmin;
   readonly producer: RecordProducer;
+  /** The logs opened on these clients, closed (newest first) before the topics go and the clients close. */
+  readonly logClosers: (() => Promise<void>)[];
 }
 
-/** One admin and one producer for the test (as a worker shares them between its logs); closed after. */
+/**
+ * One admin and one producer for the test (as a worker shares them between its logs); after the test the
+ * logs close first, then the topics are deleted and the clients closed — in that order, as a worker does:
+ * a log still tailing a deleted topic would call a closed admin.
+ */
 async function clients(t: TestContext, topics: string[]): Promise<Clients> {
   const settings = await kafkaSettings();
   const admin = await ConfluentKafkaAdmin.connect({ settings });
   const producer = await ConfluentRecordProducer.connect({ settings });
+  const logClosers: (() => Promise<void>)[] = [];
   t.after(async () => {
+    for (const close of logClosers.reverse()) await close().catch(() => undefined);
     for (const topic of topics) await admin.deleteTopic(topic).catch(() => undefined);
     await producer.close();
     await admin.close();
   });
-  return { settings, admin, producer };
+  return { settings, admin, producer, logClosers };
 }
 
 type LogKind = 'config' | 'status';
 
-/** A state log with its own reader (closed with the test), the records it handed over, and its logger. */
+/** A state log with its own reader (closed with the test's clients, before them), the records it handed over, and its logger. */
 async function openLog(
-  t: TestContext,
   c: Clients,
   kind: LogKind,
   topic: string,
@@ -95,7 +102,7 @@ async function openLog(
     log: logger,
     ...extra,
   });
-  t.after(async () => {
+  c.logClosers.push(async () => {
     await log.close();
     await reader.close();
   });
@@ -114,8 +121,8 @@ function folder(s: ConfigSnapshot, seen: StateLogRecord[]): (r: StateLogRecord) 
 test('two logs on one config topic see each other\'s writes in one order; append resolves only after its own log read the record', async (t) => {
   const topic = unique('state-configs');
   const c = await clients(t, [topic]);
-  const a = await openLog(t, c, 'config', topic);
-  const b = await openLog(t, c, 'config', topic);
+  const a = await openLog(c, 'config', topic);
+  const b = await openLog(c, 'config', topic);
   const sa = new ConfigSnapshot();
   const sb = new ConfigSnapshot();
   const loadA = await a.log.start(folder(sa, a.seen));
@@ -169,7 +176,7 @@ test('two logs on one config topic see each other\'s writes in one order; append
 test('a fresh log rebuilds the same snapshot from the topic; records after its initial load are told apart', async (t) => {
   const topic = unique('state-configs');
   const c = await clients(t, [topic]);
-  const writer = await openLog(t, c, 'config', topic);
+  const writer = await openLog(c, 'config', topic);
   const live = new ConfigSnapshot();
   await writer.log.start(folder(live, writer.seen));
   const entries: StateEntry[] = [];
@@ -182,7 +189,7 @@ test('a fresh log rebuilds the same snapshot from the topic; records after its i
   entries.push(encodeConnectorRestart('c-1', { includeTasks: false, onlyFailed: true }), encodeLoggerLevel('io.icefloe', 'WARN'));
   await writer.log.appendAll(entries);
 
-  const fresh = await openLog(t, c, 'config', topic);
+  const fresh = await openLog(c, 'config', topic);
   const rebuilt = new ConfigSnapshot();
   const load = await fresh.log.start(folder(rebuilt, fresh.seen));
   assert.equal(load.records, entries.length);
@@ -205,8 +212,8 @@ test('a fresh log rebuilds the same snapshot from the topic; records after its i
 test('a status topic of 5 partitions: keys land where Java\'s producer puts them, each key keeps its order across logs', async (t) => {
   const topic = unique('state-status');
   const c = await clients(t, [topic]);
-  const a = await openLog(t, c, 'status', topic);
-  const b = await openLog(t, c, 'status', topic);
+  const a = await openLog(c, 'status', topic);
+  const b = await openLog(c, 'status', topic);
   const sa = new StatusSnapshot();
   const sb = new StatusSnapshot();
   await a.log.start((r) => (a.seen.push(r), sa.apply(r.key, r.value, r.partition, r.offset)));
@@ -243,7 +250,7 @@ test('a topic that is not compacted is refused, naming the topic and the setting
   await c.admin.ensureTopic({ name: both, partitions: 1, replicationFactor: -1, configs: { 'cleanup.policy': 'compact,delete' } });
   await c.admin.ensureTopic({ name: wide, partitions: 3, replicationFactor: -1, configs: { 'cleanup.policy': 'compact' } });
   for (const [topic, policy] of [[deleting, 'delete'], [both, 'compact,delete']] as const) {
-    const { log } = await openLog(t, c, 'config', topic);
+    const { log } = await openLog(c, 'config', topic);
     await assert.rejects(log.start(() => undefined), (e: unknown) => {
       assert.ok(e instanceof ConfigError, String(e));
       assert.match(e.message, new RegExp(`Topic '${topic}' supplied via the 'config.storage.topic' property is required to have 'cleanup.policy=compact'`));
@@ -252,7 +259,7 @@ test('a topic that is not compacted is refused, naming the topic and the setting
     });
     assert.equal((await c.admin.topicConfigs(topic))['cleanup.policy'], policy, 'the topic is not changed');
   }
-  const { log } = await openLog(t, c, 'config', wide);
+  const { log } = await openLog(c, 'config', wide);
   await assert.rejects(log.start(() => undefined), /Topic '.*' supplied via the 'config.storage.topic' property is required to have a single partition .* found 3 partitions/);
 });
 
@@ -263,10 +270,10 @@ test('ensureTopic leaves an existing compacted topic alone: its partitions, its 
   // A topic just created may be unknown to DescribeConfigs for a moment (metadata lag).
   const configs = await until('the new topic described', () => c.admin.topicConfigs(topic).catch(() => undefined), 10_000);
   const before = { id: await c.admin.topicId(topic), configs };
-  const first = await openLog(t, c, 'status', topic, { topicConfigs: { 'segment.ms': '60000' } });
+  const first = await openLog(c, 'status', topic, { topicConfigs: { 'segment.ms': '60000' } });
   await first.log.start(() => undefined);
   await first.log.append('status-connector-x', { state: 'RUNNING', trace: null, worker_id: 'w:1', generation: 1 });
-  const again = await openLog(t, c, 'status', topic, { topicConfigs: { 'segment.ms': '60000' } });
+  const again = await openLog(c, 'status', topic, { topicConfigs: { 'segment.ms': '60000' } });
   const seen: StateLogRecord[] = [];
   await again.log.start((r) => seen.push(r));
   assert.equal(again.log.partitionCount, 3, 'the topic keeps its 3 partitions (the log asked for 5)');
@@ -290,8 +297,8 @@ test('a read that fails is retried with a warning; the log keeps tailing', async
     },
     close: () => r.close(),
   });
-  const reader = await openLog(t, c, 'config', topic, { wrapReader: flaky, waitTimeoutMs: 15_000 });
-  const writer = await openLog(t, c, 'config', topic);
+  const reader = await openLog(c, 'config', topic, { wrapReader: flaky, waitTimeoutMs: 15_000 });
+  const writer = await openLog(c, 'config', topic);
   const s = new ConfigSnapshot();
   await reader.log.start(folder(s, reader.seen));
   await writer.log.start(() => undefined);
@@ -310,7 +317,7 @@ test('a topic recreated under a running log fails it for good: onFailure is call
   const topic = unique('state-configs');
   const c = await clients(t, [topic]);
   const failures: unknown[] = [];
-  const { log } = await openLog(t, c, 'config', topic, { onFailure: (e) => failures.push(e) });
+  const { log } = await openLog(c, 'config', topic, { onFailure: (e) => failures.push(e) });
   await log.start(() => undefined);
   for (let i = 0; i < 3; i++) await log.append(`connector-c${i}`, { properties: {} });
   await c.admin.deleteTopic(topic);
@@ -325,7 +332,7 @@ test('a topic recreated under a running log fails it for good: onFailure is call
 test('1,000 connectors (config, target state, task config, commit) load from the topic in well under a few seconds', async (t) => {
   const topic = unique('state-configs');
   const c = await clients(t, [topic]);
-  const writer = await openLog(t, c, 'config', topic);
+  const writer = await openLog(c, 'config', topic);
   await writer.log.start(() => undefined);
   const entries: StateEntry[] = [];
   for (let i = 0; i < 1000; i++) {
@@ -337,7 +344,7 @@ test('1,000 connectors (config, target state, task config, commit) load from the
   for (let i = 0; i < entries.length; i += 1000) await writer.log.appendAll(entries.slice(i, i + 1000));
   const writeMs = performance.now() - written;
 
-  const fresh = await openLog(t, c, 'config', topic);
+  const fresh = await openLog(c, 'config', topic);
   const s = new ConfigSnapshot();
   const load = await fresh.log.start(folder(s, fresh.seen));
   assert.equal(load.records, 4000);
@@ -417,9 +424,9 @@ test('the config and status topics of a real Apache Kafka Connect worker fold in
   // The reference worker is shared by the whole stack: its topics are read through clients that cannot
   // create, delete or write anything, whatever the log under test does (a mutation of ensureTopic once
   // recreated them).
-  const readOnly: Clients = { settings: c.settings, admin: readOnlyAdmin(c.admin, [configTopic, statusTopic]), producer: refusingProducer() };
-  const cfgLog = await openLog(t, readOnly, 'config', configTopic);
-  const stLog = await openLog(t, readOnly, 'status', statusTopic);
+  const readOnly: Clients = { settings: c.settings, admin: readOnlyAdmin(c.admin, [configTopic, statusTopic]), producer: refusingProducer(), logClosers: c.logClosers };
+  const cfgLog = await openLog(readOnly, 'config', configTopic);
+  const stLog = await openLog(readOnly, 'status', statusTopic);
   const config = new ConfigSnapshot();
   const status = new StatusSnapshot();
   const warnings: string[] = [];
