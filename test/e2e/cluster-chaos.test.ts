@@ -70,7 +70,7 @@ test('three workers share a connector through kill -9, a Redis flush and restart
   }).config;
   await round(); // the topic exists (12 partitions) before the connector subscribes
   const created = await http('POST', `${(live[0] as { url: string }).url}/connectors`, { name, config });
-  assert.equal(created.status, 201, JSON.stringify(created.json));
+  assert.equal(created.status, 201, `${JSON.stringify(created.json)}; last warnings and errors:\n${live.flatMap((l) => l.w.lines.filter((x) => /"level":(40|50)/.test(x)).slice(-5)).join('\n')}`);
   await balanced('6 tasks RUNNING, 2 on each of the 3 workers');
   await round();
 

@@ -78,6 +78,13 @@ async function waitRows(table: string, produced: readonly Coordinates[], timeout
   }
 }
 
+/** POST /connectors on `url`; anything but 201 fails with the answer and the workers' last warnings and errors. */
+async function create(url: string, connector: { name: string; config: Record<string, string> }, workers: readonly WorkerProcess[]): Promise<void> {
+  const r = await http('POST', `${url}/connectors`, connector);
+  const troubles = workers.flatMap((w) => w.lines.filter((l) => /"level":(40|50)/.test(l)).slice(-5));
+  assert.equal(r.status, 201, `POST /connectors answered ${r.status} ${JSON.stringify(r.json)}; the workers' last warnings and errors:\n${troubles.join('\n')}`);
+}
+
 const tableCommits = (w: WorkerProcess, from = 0): string[] => w.lines.slice(from).filter((l) => l.includes('"msg":"table committed"'));
 
 test('the worker holding the committer lease dies at committer.after-catalog-commit: another takes over, every record once', { timeout: 600_000 }, async (t) => {
@@ -89,7 +96,7 @@ test('the worker holding the committer lease dies at committer.after-catalog-com
   const ids = [workerIdOf(urlA), workerIdOf(urlB)];
   const name = nameCommittedBy('clfo', ids[0] as string, ids, 2);
   await s.produce(400);
-  assert.equal((await http('POST', `${urlB}/connectors`, s.connector(name, 2))).status, 201);
+  await create(urlB, s.connector(name, 2), [a, b]);
   await a.waitFor(/"msg":"committer seated/, 60_000);
   await waitRows(s.table, s.produced);
   await s.produce(400);
@@ -117,7 +124,7 @@ test('a committer frozen past its lease commits nothing when thawed; the worker 
   const ids = [workerIdOf(urlA), workerIdOf(urlB)];
   const name = nameCommittedBy('clfz', ids[0] as string, ids, 2);
   await s.produce(300);
-  assert.equal((await http('POST', `${urlA}/connectors`, s.connector(name, 2))).status, 201);
+  await create(urlA, s.connector(name, 2), [a, b]);
   await waitRows(s.table, s.produced);
   await s.produce(300);
   // A freezes itself just before its second catalog commit (before the lease check).
@@ -155,7 +162,7 @@ test('scale out from 1 to 3 workers and back to 1 while records flow: tasks reba
   await (workers[0] as WorkerProcess).waitFor(/"msg":"joined the cluster"/);
   const name = unique('clsc');
   await s.produce(200);
-  assert.equal((await http('POST', `${urls[0]}/connectors`, s.connector(name, 4))).status, 201);
+  await create(urls[0] as string, s.connector(name, 4), workers);
   await waitStatuses(urls, name, '4 tasks RUNNING on the one worker', runningOn(urls.map(workerIdOf), 4));
   let flowing = true;
   const flow = (async () => {
