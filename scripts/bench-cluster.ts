@@ -18,7 +18,7 @@
  */
 import { writeFileSync } from 'node:fs';
 import { requireReachable } from '../test/helpers/stack.ts';
-import { START_TIME_MS, cleanUp, createBench, fmt, generate, int, load, mib } from './lib/bench-context.ts';
+import { START_TIME_MS, cleanUp, cleanUpOnInterrupt, createBench, fmt, generate, int, load, mib } from './lib/bench-context.ts';
 import type { Bench } from './lib/bench-context.ts';
 import { clusterThroughput, failover } from './lib/bench-cluster-run.ts';
 import type { ClusterThroughput, FailoverOptions, FailoverResult } from './lib/bench-cluster-run.ts';
@@ -166,13 +166,7 @@ const o = options();
 // The shared register of what a run makes (and its cleanup); of bench.ts's options only these matter here.
 const bench = await createBench(parseOptions([`--records=${o.records}`, ...(o.keep ? ['--keep'] : []), ...(o.logs === undefined ? [] : [`--logs=${o.logs}`])]));
 
-let interrupted = false;
-process.on('SIGINT', () => {
-  if (interrupted) process.exit(130);
-  interrupted = true;
-  console.error('\ninterrupted: cleaning up (Ctrl-C again to leave things behind)');
-  void cleanUp(bench).finally(() => process.exit(130));
-});
+cleanUpOnInterrupt(bench);
 
 let code = 0;
 try {

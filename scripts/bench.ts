@@ -37,7 +37,7 @@
  */
 import { writeFileSync } from 'node:fs';
 import { requireReachable } from '../test/helpers/stack.ts';
-import { PARTITIONS, START_TIME_MS, cleanUp, createBench, fmt, generate, load } from './lib/bench-context.ts';
+import { PARTITIONS, START_TIME_MS, cleanUp, cleanUpOnInterrupt, createBench, fmt, generate, load } from './lib/bench-context.ts';
 import type { Bench } from './lib/bench-context.ts';
 import type { CeilingResult, ConsumeResult } from './lib/bench-in-process.ts';
 import { freshness, idlePartitions } from './lib/bench-live.ts';
@@ -124,13 +124,7 @@ function options(): BenchOptions {
 
 const bench = await createBench(options());
 
-let interrupted = false;
-process.on('SIGINT', () => {
-  if (interrupted) process.exit(130);
-  interrupted = true;
-  console.error('\ninterrupted: cleaning up (Ctrl-C again to leave things behind)');
-  void cleanUp(bench).finally(() => process.exit(130));
-});
+cleanUpOnInterrupt(bench);
 
 let code = 0;
 try {

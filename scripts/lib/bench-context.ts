@@ -108,3 +108,14 @@ export const fmt = (n: number, digits = 1): string => (Number.isFinite(n) ? n.to
 export const int = (n: number): string => (Number.isFinite(n) ? Math.round(n).toLocaleString('en-US') : '–');
 export const mib = (bytes: number): string => `${int(bytes / MiB)} MiB`;
 export const load = (): string => loadAverage().map((x) => x.toFixed(2)).join(' ');
+
+/** Ctrl-C cleans up what the run made before exiting (a second Ctrl-C leaves it behind). */
+export function cleanUpOnInterrupt(bench: Bench): void {
+  let interrupted = false;
+  process.on('SIGINT', () => {
+    if (interrupted) process.exit(130);
+    interrupted = true;
+    console.error('\ninterrupted: cleaning up (Ctrl-C again to leave things behind)');
+    void cleanUp(bench).finally(() => process.exit(130));
+  });
+}
