@@ -43,8 +43,7 @@ import type { ObjectStore } from './upload/port.ts';
 import { SchemeRouterStore } from './upload/scheme-router.ts';
 import { S3ObjectStore } from './upload/s3/store.ts';
 import { ConnectorCommitter } from './coordinate/committer.ts';
-import { checkControlTopicConfig } from './coordinate/connector-health.ts';
-import type { KafkaAdmin } from './consume/port.ts';
+import { prepareControlTopic, prepareDeadLetterTopic } from './app/topics.ts';
 import { armCrashPoints } from './core/crash-points.ts';
 export { parseCrashSpec } from './core/crash-points.ts';
 import type { CrashPoints, CrashSpec } from './core/crash-points.ts';
@@ -269,6 +268,7 @@ export async function startTaskInProcess(spec: TaskSpec, log: Logger, onAnnounce
     store,
     format: valueFormat(valueConverter, resolver, { caseInsensitive: connector.tables.caseInsensitive, forceOptional: connector.tables.forceOptional, evolveSchema: connector.tables.evolveSchema }),
     keyConverter: keyConverter.kind,
+    valueConverterClass: valueConverter.className,
     crash,
     log,
     onAnnounced,
@@ -379,47 +379,6 @@ export interface StandaloneOptions {
   readonly env?: Readonly<Record<string, string | undefined>>;
 }
 
-/**
- * Creates the control topic with safe settings when missing (and allowed), then reads its configuration
- * and refuses an unsafe one (coordinate/connector-health.ts); returns its retention.ms (null: unlimited).
- */
-async function prepareControlTopic(admin: KafkaAdmin, c: ConnectorConfig, log: Logger): Promise<number | null> {
-  const control = c.control;
-  if (control.autoCreateTopic) {
-    const created = await admin.ensureTopic({
-      name: control.topic,
-      partitions: control.topicPartitions,
-      replicationFactor: control.topicReplicationFactor,
-      configs: { 'retention.ms': String(control.topicRetentionMs), 'retention.bytes': '-1', 'cleanup.policy': 'delete' },
-    });
-    if (created) log.info('control topic created', { topic: control.topic, retentionMs: control.topicRetentionMs });
-  }
-  if (!control.checkTopicConfig) {
-    log.warn('the control topic configuration is not checked (icefloe.control.topic.check-config=false); retention alarms assume icefloe.control.topic.retention-ms', { topic: control.topic });
-    return control.topicRetentionMs < 0 ? null : control.topicRetentionMs;
-  }
-  // ensureTopic made sure it exists (this call or another's created it): an unknown topic is metadata lag.
-  const retentionMs = checkControlTopicConfig(control.topic, await topicConfigsOf(admin, control.topic, control.autoCreateTopic), control);
-  log.info('control topic checked', { topic: control.topic, retentionMs });
-  return retentionMs;
-}
-
-/**
- * The topic's configuration; a topic just created may not be known to the broker that answers
- * DescribeConfigs for a moment (metadata propagation): when it must exist, asked again for up to 10 s.
- */
-async function topicConfigsOf(admin: KafkaAdmin, topic: string, mustExist: boolean): Promise<Readonly<Record<string, string>>> {
-  const deadline = Date.now() + 10_000;
-  for (;;) {
-    try {
-      return await admin.topicConfigs(topic);
-    } catch (e) {
-      const unknown = e instanceof IcefloeError && e.context['unknownTopic'] === true;
-      if (!mustExist || !unknown || Date.now() > deadline) throw e;
-      await new Promise((resolve) => setTimeout(resolve, 200));
-    }
-  }
-}
 
 /**
  * Refuses to start a connector's tasks while another live process runs one of their ids (runtime/task-ids.ts):
@@ -714,6 +673,7 @@ function buildWorker(options: StandaloneOptions, worker: WorkerConfig, settings:
       try {
         await admin.checkReachable();
         const retentionMs = await prepareControlTopic(admin, c, log.child({ connector: c.name }));
+        await prepareDeadLetterTopic(admin, c, log.child({ connector: c.name }));
         // A cluster places task ids itself; two workers running one for a moment fence each other, harmlessly.
         if (cluster === undefined) await checkTaskIds(admin, worker, c, log.child({ connector: c.name }));
         return { retentionMs };

@@ -52,6 +52,21 @@ export type TopicSelection =
 export interface ErrorHandling {
   readonly tolerance: 'none' | 'all';
   readonly logEnable: boolean;
+  /** errors.log.include.messages: tolerated-error log lines also carry the record's contents. */
+  readonly logIncludeMessages: boolean;
+  /** The dead-letter topic (errors.deadletterqueue.*); null: none. */
+  readonly deadLetterTopic: DeadLetterTopicConfig | null;
+  /** icefloe.errors.deadletterqueue.table.name; null: none. */
+  readonly deadLetterTable: string | null;
+  /** icefloe.errors.record.max-bytes; 0: no limit. */
+  readonly recordMaxBytes: number;
+}
+
+export interface DeadLetterTopicConfig {
+  readonly topic: string;
+  readonly replicationFactor: number;
+  /** errors.deadletterqueue.context.headers.enable */
+  readonly contextHeaders: boolean;
 }
 
 export interface ControlConfig {
@@ -324,6 +339,50 @@ function checkUnknown(p: ParsedConfig): void {
   }
 }
 
+/**
+ * Error handling (Connect's errors.* keys and ours). A dead-letter destination only receives records with
+ * errors.tolerance=all (with none the first bad record fails the task), so naming one with none is refused
+ * rather than accepted to do nothing. The dead-letter topic may not be consumed by the connector (Connect's
+ * check and wording), and the dead-letter table may not be one the records route to.
+ */
+function errorHandling(p: ParsedConfig, topics: TopicSelection, tables: TablesConfig): ErrorHandling {
+  const tolerance = (p.string('errors.tolerance') ?? 'none').toLowerCase() === 'all' ? 'all' : 'none';
+  const dlqTopic = (p.string('errors.deadletterqueue.topic.name') ?? '').trim();
+  const dlqTable = (p.string('icefloe.errors.deadletterqueue.table.name') ?? '').trim();
+  const needsAll = (key: string, value: string): void => {
+    if (tolerance !== 'all') p.addError(key, invalidMessage(key, value, 'A dead-letter destination only receives records with errors.tolerance=all (with none, the first bad record fails the task). Set errors.tolerance=all, or remove it'));
+  };
+  if (dlqTopic !== '') {
+    needsAll('errors.deadletterqueue.topic.name', dlqTopic);
+    if (topics.kind === 'list' && topics.topics.includes(dlqTopic)) {
+      p.addError('topics', `The DLQ topic '${dlqTopic}' may not be included in the list of topics ('topics=[${topics.topics.join(', ')}]') consumed by the connector`);
+    }
+    if (topics.kind === 'regex' && topics.regex.test(dlqTopic)) {
+      p.addError('topics.regex', `The DLQ topic '${dlqTopic}' may not be matched by the regex for the topics ('topics.regex=${topics.pattern}') consumed by the connector`);
+    }
+  }
+  if (dlqTable !== '') {
+    needsAll('icefloe.errors.deadletterqueue.table.name', dlqTable);
+    const routing = tables.routing;
+    const routed = routing.kind === 'all' ? routing.tables : routing.kind === 'regex' ? routing.routes.map((r) => r.table) : [];
+    if (routed.includes(dlqTable)) {
+      p.addError('icefloe.errors.deadletterqueue.table.name', invalidMessage('icefloe.errors.deadletterqueue.table.name', dlqTable, 'The dead-letter table may not be a table the records route to (iceberg.tables); name a table of its own'));
+    }
+  }
+  return Object.freeze({
+    tolerance,
+    logEnable: b(p, 'errors.log.enable'),
+    logIncludeMessages: b(p, 'errors.log.include.messages'),
+    deadLetterTopic: dlqTopic === '' ? null : Object.freeze({
+      topic: dlqTopic,
+      replicationFactor: p.number('errors.deadletterqueue.topic.replication.factor') ?? 3,
+      contextHeaders: b(p, 'errors.deadletterqueue.context.headers.enable'),
+    }),
+    deadLetterTable: dlqTable === '' ? null : dlqTable,
+    recordMaxBytes: n(p, 'icefloe.errors.record.max-bytes'),
+  });
+}
+
 function build(p: ParsedConfig, options: ConnectorParseOptions): ConnectorConfig {
   const name = p.string('name') ?? '';
   const connectorClass = checkConnectorClass(p);
@@ -344,7 +403,7 @@ function build(p: ParsedConfig, options: ConnectorParseOptions): ConnectorConfig
     groupId,
     keyConverter,
     valueConverter,
-    errors: Object.freeze({ tolerance: (p.string('errors.tolerance') ?? 'none').toLowerCase() === 'all' ? 'all' : 'none', logEnable: b(p, 'errors.log.enable') }),
+    errors: errorHandling(p, topics, tables),
     consumerOverrides: p.prefixed('consumer.override.'),
     producerOverrides: p.prefixed('producer.override.'),
     adminOverrides: p.prefixed('admin.override.'),

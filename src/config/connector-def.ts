@@ -96,6 +96,8 @@ const tableNameValidator = validators.custom('table names `namespace.table`', (v
   return bad === undefined ? undefined : (tableNameProblem(bad) as string);
 });
 
+const oneTableNameValidator = validators.custom('a table name `namespace.table`', (v) => (typeof v === 'string' && v !== '' ? tableNameProblem(v) : undefined));
+
 export const CONNECTOR_CONFIG_DEF: ConfigDef = new ConfigDef()
   // --- Connect framework keys (§2.1) --------------------------------------------------------------
   .define({ name: 'name', type: 'STRING', importance: 'HIGH', group: G_COMMON, width: 'MEDIUM', displayName: 'Connector name', validator: nameValidator,
@@ -130,17 +132,17 @@ export const CONNECTOR_CONFIG_DEF: ConfigDef = new ConfigDef()
     doc: notYet('errors.retry.delay.max.ms', 'Cap of the backoff between retries, in ms (jitter is added).') })
   .define({ name: 'errors.tolerance', type: 'STRING', default: 'none', importance: 'MEDIUM', group: G_ERRORS, width: 'SHORT', displayName: 'Error Tolerance',
     validator: validators.oneOf(['none', 'all'], { caseInsensitive: true }),
-    doc: 'none: a record that cannot be decoded or written to its table fails the task; all: it is skipped and counted (and logged with errors.log.enable). Infrastructure errors are retried, never tolerated.' })
+    doc: 'What a deterministic data error does — a record whose bytes cannot be read, that routes to no table (icefloe.tables.unrouted=fail), whose value does not fit its table, or that is over icefloe.errors.record.max-bytes. none: the task fails, its status naming the record\'s topic, partition, offset and the reason, and nothing past it is committed. all: the record goes to the dead-letter queue (errors.deadletterqueue.topic.name and/or icefloe.errors.deadletterqueue.table.name) or, with neither, is skipped and counted; the rest of its batch lands. Infrastructure errors (registry, catalog, object store or broker unreachable) are retried and never tolerated (docs/errors.md).' })
   .define({ name: 'errors.log.enable', type: 'BOOLEAN', default: 'false', importance: 'MEDIUM', group: G_ERRORS, width: 'SHORT', displayName: 'Log Errors',
-    doc: 'Log each tolerated error with its topic, partition and offset.' })
+    doc: 'Log each tolerated error (a WARN line) with its topic, partition, offset, stage and error.' })
   .define({ name: 'errors.log.include.messages', type: 'BOOLEAN', default: 'false', importance: 'MEDIUM', group: G_ERRORS, width: 'SHORT', displayName: 'Log Error Details',
-    doc: notYet('errors.log.include.messages', 'Also log the record\'s key, value and headers (may be sensitive).') })
+    doc: 'With errors.log.enable: also log the record\'s timestamp, key, value and headers (bytes as base64, each cut at 4 KiB). Record contents may be sensitive.' })
   .define({ name: 'errors.deadletterqueue.topic.name', type: 'STRING', default: '', importance: 'MEDIUM', group: G_ERRORS, width: 'MEDIUM', displayName: 'Dead Letter Queue Topic Name',
-    doc: notYet('errors.deadletterqueue.topic.name', 'Topic that receives the raw bytes of records that failed conversion or transformation (with errors.tolerance=all). Empty: no dead-letter queue.') })
+    doc: 'With errors.tolerance=all: the topic that receives each record that failed with a data error, its key, value, headers and timestamp as read, produced in the same Kafka transaction that commits the cycle\'s offsets (exactly once). Created with 1 partition when missing. May not be one of the connector\'s topics. Empty: no dead-letter topic.' })
   .define({ name: 'errors.deadletterqueue.topic.replication.factor', type: 'SHORT', default: '3', importance: 'MEDIUM', group: G_ERRORS, width: 'MEDIUM', displayName: 'Dead Letter Queue Topic Replication Factor',
-    doc: notYet('errors.deadletterqueue.topic.replication.factor', 'Replication factor used when the dead-letter queue topic is created (1 partition); -1 takes the broker default.') })
+    doc: 'Replication factor of the dead-letter topic when Icefloe creates it (1 partition); -1 takes the broker default.' })
   .define({ name: 'errors.deadletterqueue.context.headers.enable', type: 'BOOLEAN', default: 'false', importance: 'MEDIUM', group: G_ERRORS, width: 'MEDIUM', displayName: 'Enable Error Context Headers',
-    doc: notYet('errors.deadletterqueue.context.headers.enable', 'Add the `__connect.errors.*` headers (topic, partition, offset, stage, exception) to dead-letter records.') })
+    doc: 'Add Connect\'s `__connect.errors.*` headers to each dead-letter record (original topic, partition, offset, connector, task, stage, class, exception class, message, stack trace), plus `__icefloe.errors.stage` (deserialize, route, convert, write) and `__icefloe.errors.table` (the table a failed copy was for).' })
   // --- Apache Iceberg sink: tables and routing (§2.9) -----------------------------------------------
   .define({ name: 'iceberg.tables', type: 'LIST', default: null, importance: 'HIGH', group: G_TABLES, validator: tableNameValidator,
     doc: 'Comma-separated destination tables (`namespace.table`). Required unless iceberg.tables.dynamic-enabled is true; cannot be combined with it. Without a route field every record goes to every table listed.' })
@@ -215,7 +217,11 @@ export const CONNECTOR_CONFIG_DEF: ConfigDef = new ConfigDef()
   .define({ name: 'icefloe.commit.max-records', type: 'LONG', default: null, importance: 'MEDIUM', group: G_ICEFLOE, validator: validators.range(1), defaultDoc: 'null (no record trigger)',
     doc: 'Start a commit cycle early once a task has consumed this many records since the last one.' })
   .define({ name: 'icefloe.tables.unrouted', type: 'STRING', default: 'fail', importance: 'MEDIUM', group: G_ICEFLOE, validator: validators.oneOf(['fail', 'skip']),
-    doc: 'What happens to a record that routes to no table (no route-regex matches, a null route field, an unknown table with auto-create off): fail the task with the reason, or skip it and count it in the `records-unrouted` metric. A record whose tables exist only in part goes to those that exist; each missing table\'s copy is skipped and counted (`tableCopiesSkipped`). Never dropped silently. (Sending it to the dead-letter queue comes later.)' })
+    doc: 'What happens to a record that routes to no table (no route-regex matches, a null route field, an unknown table with auto-create off): fail the task with the reason, or skip it and count it in the `records-unrouted` metric. A record whose tables exist only in part goes to those that exist; each missing table\'s copy is skipped and counted (`tableCopiesSkipped`). Never dropped silently. fail makes it a data error, so with errors.tolerance=all it goes to the dead-letter queue (stage route).' })
+  .define({ name: 'icefloe.errors.deadletterqueue.table.name', type: 'STRING', default: '', importance: 'MEDIUM', group: G_ICEFLOE, validator: oneTableNameValidator,
+    doc: 'With errors.tolerance=all: an Iceberg table (namespace.table) that receives one row per record that failed with a data error — its topic, partition, offset, timestamp, raw key, value and headers, the stage, the table a failed copy was for, the error class and message, the connector, task and time — committed exactly once by the committer like any other table, so failures can be queried beside the data and replayed (docs/errors.md). Created when missing (iceberg.table.<name>.partition-by applies). May not be a table the records route to. Empty: no dead-letter table.' })
+  .define({ name: 'icefloe.errors.record.max-bytes', type: 'LONG', default: '0', importance: 'LOW', group: G_ICEFLOE, validator: validators.range(0),
+    doc: 'The largest record (key, value and header bytes) the connector writes to a table; a larger one is a data error (stage deserialize) that follows errors.tolerance. 0: no limit.' })
   .define({ name: 'icefloe.tables.kafka-metadata-columns', type: 'LIST', default: '', importance: 'LOW', group: G_ICEFLOE, validator: validators.listOf(KAFKA_METADATA_COLUMNS),
     doc: 'Kafka metadata to write as extra columns of every table: any of topic (string), partition (int), offset (long), timestamp (timestamptz), key (binary), headers (map<string, binary>). Empty: none.' })
   .define({ name: 'icefloe.tables.kafka-metadata-prefix', type: 'STRING', default: '_kafka_metadata_', importance: 'LOW', group: G_ICEFLOE,

@@ -200,7 +200,7 @@ function timestampMicros(r: KafkaRecordCoordinates): bigint | null {
   const ms = BigInt(r.timestamp);
   if (ms === -1n) return null;
   if (ms < 0n) {
-    throw new DataError(`invalid record timestamp ${ms}`, { record: { topic: r.topic, partition: r.partition, offset: r.offset } });
+    throw new DataError(`invalid record timestamp ${ms}`, { stage: 'convert', record: { topic: r.topic, partition: r.partition, offset: r.offset } });
   }
   return ms * 1000n;
 }

@@ -32,7 +32,6 @@ const SIMPLE_HEADER_CONVERTER = 'org.apache.kafka.connect.storage.SimpleHeaderCo
 const BYTE_ARRAY_CONVERTER = 'org.apache.kafka.connect.converters.ByteArrayConverter';
 
 const SMTS = 'single message transforms (SMTs)';
-const DLQ = 'the dead-letter queue';
 const DISTRIBUTED = 'distributed mode';
 
 const TRANSFORMS: Omit<UnsupportedKey, 'key'> = {
@@ -68,18 +67,6 @@ export const CONNECTOR_UNSUPPORTED: readonly UnsupportedKey[] = [
     needs: 'Connect\'s retries of failed conversions, which come with the dead-letter queue',
     instead: 'Infrastructure errors are retried with the worker\'s own back-off. Remove it (or set 60000).',
   },
-  {
-    key: 'errors.log.include.messages',
-    needs: 'error reports with record contents, which come with the dead-letter queue',
-    instead: 'Tolerated errors are logged (errors.log.enable=true) with the topic, partition, offset and error, never with the record\'s key, value or headers. Remove it (or set false).',
-  },
-  {
-    key: 'errors.deadletterqueue.topic.name',
-    needs: DLQ,
-    instead: 'No record would ever be written to this topic. Remove it; with errors.tolerance=all bad records are skipped and counted, and errors.log.enable=true logs each with its topic, partition and offset.',
-  },
-  { key: 'errors.deadletterqueue.topic.replication.factor', needs: DLQ, instead: 'There is no dead-letter topic to create. Remove it (or set 3).' },
-  { key: 'errors.deadletterqueue.context.headers.enable', needs: DLQ, instead: 'There are no dead-letter records to add headers to. Remove it (or set false).' },
   { key: 'iceberg.tables.default-id-columns', ...ID_COLUMNS },
   { key: 'iceberg.table.<table>.id-columns', ...ID_COLUMNS },
   {

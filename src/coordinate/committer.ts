@@ -316,7 +316,9 @@ export class ConnectorCommitter {
     const routing = this.d.connector.tables.routing;
     if (routing.kind === 'dynamic') return new Map();
     const from = new Map([...c].map(([p, e]) => [p, e.offset]));
-    const tables = [...new Set(routing.kind === 'all' ? routing.tables : routing.routes.map((r) => r.table))];
+    // The dead-letter table is one of the connector's tables like the routed ones (its rows are announced alike).
+    const deadLetters = this.d.connector.errors.deadLetterTable;
+    const tables = [...new Set([...(routing.kind === 'all' ? routing.tables : routing.routes.map((r) => r.table)), ...(deadLetters === null ? [] : [deadLetters])])];
     for (const name of tables) {
       const id = parseIdentifier(name);
       this.tables.set(tableRefString({ namespace: id.namespace, name: id.name }), { namespace: id.namespace, name: id.name });

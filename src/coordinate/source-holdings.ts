@@ -107,8 +107,9 @@ export function highestApplied(snapshots: readonly Snapshot[], connector: string
  */
 export async function connectorTables(catalog: Catalog, connector: ConnectorConfig): Promise<string[]> {
   const routing = connector.tables.routing;
-  if (routing.kind === 'all') return [...routing.tables];
-  if (routing.kind === 'regex') return [...new Set(routing.routes.map((r) => r.table))];
+  const deadLetters = connector.errors.deadLetterTable === null ? [] : [connector.errors.deadLetterTable];
+  if (routing.kind === 'all') return [...new Set([...routing.tables, ...deadLetters])];
+  if (routing.kind === 'regex') return [...new Set([...routing.routes.map((r) => r.table), ...deadLetters])];
   const out: string[] = [];
   const walk = async (parent?: Namespace): Promise<void> => {
     for (const ns of await catalog.listNamespaces(parent)) {

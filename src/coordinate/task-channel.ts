@@ -67,6 +67,11 @@ export interface CycleWriter {
   complete(): Promise<CycleTableFiles[]>;
   /** Drops every record and file not yet announced; returns uploaded files that will never be announced. */
   abort(reason: unknown): Promise<string[]>;
+  /**
+   * The cycle's dead-letter records, taken once after `complete()` into the cycle's transaction (so they
+   * are committed exactly when the offsets of their records are); absent: the writer has none.
+   */
+  takeDeadLetters?(): OutgoingRecord[];
 }
 
 export interface CycleTriggers {
@@ -281,7 +286,8 @@ export class TaskChannel {
     }
     const cycleId = `${this.incarnation}-${++this.cycleCounter}`;
     const { assignments, offsets } = this.positions();
-    const records = [...this.announcements(tables, cycleId), this.cycleComplete(cycleId, assignments)];
+    const deadLetters = this.d.writer.takeDeadLetters?.() ?? [];
+    const records = [...this.announcements(tables, cycleId), this.cycleComplete(cycleId, assignments), ...deadLetters];
     await this.transact(records, offsets, tables);
     this.d.crash.reach('task.after-announce');
 
@@ -295,7 +301,7 @@ export class TaskChannel {
     this.metrics.cyclesCommitted++;
     this.metrics.filesAnnounced += files;
     this.metrics.lastCycleMs = this.d.now() - started;
-    this.d.log.info('cycle committed', { cycle: cycleId, why, records: this.cycleRecords, files, tables: tables.length, ms: this.metrics.lastCycleMs });
+    this.d.log.info('cycle committed', { cycle: cycleId, why, records: this.cycleRecords, files, tables: tables.length, ...(deadLetters.length === 0 ? {} : { deadLetters: deadLetters.length }), ms: this.metrics.lastCycleMs });
     this.resetCycle();
     this.d.onAnnounced?.();
   }

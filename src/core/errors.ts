@@ -77,9 +77,25 @@ export class ConfigError extends IcefloeError {
   }
 }
 
+/**
+ * Where on a record's way a data error arose (dead-letter records and the DLQ table say it):
+ * `deserialize` its bytes could not be read (framing, schema id, truncated or invalid encoding, size);
+ * `route` it routes to no table (or a table it may not go to); `convert` a value does not fit its table's
+ * column (narrowing, a null where one is required, decimal overflow, a timestamp out of range); `write`
+ * the table's writer refused the row.
+ */
+export type DataStage = 'deserialize' | 'route' | 'convert' | 'write';
+
+export interface DataErrorOptions extends ErrorOptions {
+  /** Where the error arose; when not given, the catcher decides from where it caught it. */
+  stage?: DataStage;
+}
+
 export class DataError extends IcefloeError {
-  constructor(message: string, options?: ErrorOptions) {
+  readonly stage: DataStage | undefined;
+  constructor(message: string, options?: DataErrorOptions) {
     super('DATA_INVALID', message, false, options);
+    this.stage = options?.stage;
   }
 }
 

@@ -53,15 +53,15 @@ export class BoundAvroDecoder {
     try {
       for (let i = 0; i < steps.length; i++) (steps[i] as Step)(r);
       if (r.pos !== end) {
-        if (r.pos > end) throw new DataError(`Avro record truncated: needs more than its ${end - offset} bytes`, { context: { offset: r.pos } });
-        throw new DataError(`${end - r.pos} bytes left after the Avro record: the bytes do not match the writer schema`, { context: { offset: r.pos } });
+        if (r.pos > end) throw new DataError(`Avro record truncated: needs more than its ${end - offset} bytes`, { stage: 'deserialize', context: { offset: r.pos } });
+        throw new DataError(`${end - r.pos} bytes left after the Avro record: the bytes do not match the writer schema`, { stage: 'deserialize', context: { offset: r.pos } });
       }
       return this.sink.endRecord();
     } catch (e) {
       this.sink.abortRecord();
       if (e instanceof IcefloeError) throw e;
       // A foreign error while reading bytes (e.g. a RangeError) is bad data too; keep it as the cause.
-      throw new DataError(`Avro record could not be decoded: ${(e as Error).message}`, { cause: e });
+      throw new DataError(`Avro record could not be decoded: ${(e as Error).message}`, { stage: 'deserialize', cause: e });
     } finally {
       r.buf = EMPTY;
     }

@@ -27,11 +27,11 @@ export class AvroReader {
 }
 
 export function truncated(r: AvroReader, path: string): DataError {
-  return new DataError(`Avro record truncated at ${path} (byte ${r.pos} of ${r.end})`, { context: { field: path, offset: r.pos } });
+  return new DataError(`Avro record truncated at ${path} (byte ${r.pos} of ${r.end})`, { stage: 'deserialize', context: { field: path, offset: r.pos } });
 }
 
 export function badData(path: string, what: string): DataError {
-  return new DataError(`field ${path}: ${what}`, { context: { field: path } });
+  return new DataError(`field ${path}: ${what}`, { stage: 'deserialize', context: { field: path } });
 }
 
 /** Avro int: zig-zag varint of at most 5 bytes. */
@@ -47,7 +47,7 @@ export function readInt(r: AvroReader): number {
     k += 7;
   }
   r.pos = pos;
-  if (b & 0x80) throw new DataError(`Avro int longer than 5 bytes at byte ${pos}`, { context: { offset: pos } });
+  if (b & 0x80) throw new DataError(`Avro int longer than 5 bytes at byte ${pos}`, { stage: 'deserialize', context: { offset: pos } });
   return (n >>> 1) ^ -(n & 1);
 }
 
@@ -83,7 +83,7 @@ export function readLong(r: AvroReader): number {
     f += (b & 0x7f) * fk;
     fk *= 128;
   } while (b & 0x80 && fk < 1.2e21); // 2^70: at most 10 bytes
-  if (b & 0x80) throw new DataError(`Avro long longer than 10 bytes at byte ${start}`, { context: { offset: start } });
+  if (b & 0x80) throw new DataError(`Avro long longer than 10 bytes at byte ${start}`, { stage: 'deserialize', context: { offset: start } });
   r.pos = pos;
   if (f < TWO_53) return f % 2 === 1 ? -(f + 1) / 2 : f / 2;
   return readBigLong(r, start);
@@ -100,7 +100,7 @@ function readBigLong(r: AvroReader, start: number): number {
     u |= BigInt(b & 0x7f) << shift;
     shift += 7n;
   } while (b & 0x80);
-  if (u >= 1n << 64n) throw new DataError(`Avro long does not fit 64 bits at byte ${start}`, { context: { offset: start } });
+  if (u >= 1n << 64n) throw new DataError(`Avro long does not fit 64 bits at byte ${start}`, { stage: 'deserialize', context: { offset: start } });
   const v = (u >> 1n) ^ -(u & 1n);
   if (v >= -BigInt(MAX_SAFE) && v <= BigInt(MAX_SAFE)) return Number(v);
   r.big = v;

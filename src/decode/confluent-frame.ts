@@ -27,14 +27,14 @@ export function confluentSchemaId(msg: Uint8Array): number {
 
 function notFramed(msg: Uint8Array): DataError {
   const first = msg[0];
-  if (first === undefined) return new DataError('empty message: a Confluent-framed value needs at least its 5-byte header (magic byte 0, schema id)');
+  if (first === undefined) return new DataError('empty message: a Confluent-framed value needs at least its 5-byte header (magic byte 0, schema id)', { stage: 'deserialize' });
   if (first !== 0) {
     const hint = first === 0x7b || first === 0x5b ? ' (it looks like JSON: is value.converter the right one?)' : '';
-    return new DataError(`not a Confluent-framed message: the first byte is 0x${first.toString(16).padStart(2, '0')}, not the magic byte 0x00${hint}`, {
+    return new DataError(`not a Confluent-framed message: the first byte is 0x${first.toString(16).padStart(2, '0')}, not the magic byte 0x00${hint}`, { stage: 'deserialize',
       context: { firstByte: first },
     });
   }
-  return new DataError(`Confluent frame truncated: ${msg.length} bytes, the header alone needs ${CONFLUENT_HEADER_BYTES} (magic byte, 4-byte schema id)`, {
+  return new DataError(`Confluent frame truncated: ${msg.length} bytes, the header alone needs ${CONFLUENT_HEADER_BYTES} (magic byte, 4-byte schema id)`, { stage: 'deserialize',
     context: { length: msg.length },
   });
 }
@@ -59,11 +59,11 @@ export function confluentMessageIndexes(msg: Uint8Array, offset = CONFLUENT_HEAD
   const cursor = { pos: offset };
   const count = readZigZag32(msg, cursor);
   if (count === 0) return { indexes: null, start: cursor.pos };
-  if (count < 0 || count > MAX_MESSAGE_INDEXES) throw new DataError(`Confluent Protobuf frame has a message-index count of ${count}`, { context: { count } });
+  if (count < 0 || count > MAX_MESSAGE_INDEXES) throw new DataError(`Confluent Protobuf frame has a message-index count of ${count}`, { stage: 'deserialize', context: { count } });
   const indexes: number[] = [];
   for (let i = 0; i < count; i++) {
     const k = readZigZag32(msg, cursor);
-    if (k < 0) throw new DataError(`Confluent Protobuf frame has a negative message index ${k}`, { context: { index: k } });
+    if (k < 0) throw new DataError(`Confluent Protobuf frame has a negative message index ${k}`, { stage: 'deserialize', context: { index: k } });
     indexes.push(k);
   }
   return { indexes, start: cursor.pos };
@@ -74,9 +74,9 @@ function readZigZag32(msg: Uint8Array, cursor: { pos: number }): number {
   let n = 0;
   for (let shift = 0; shift < 35; shift += 7) {
     const b = msg[cursor.pos++];
-    if (b === undefined) throw new DataError('Confluent Protobuf frame truncated in its message-index list');
+    if (b === undefined) throw new DataError('Confluent Protobuf frame truncated in its message-index list', { stage: 'deserialize' });
     n |= (b & 0x7f) << shift;
     if (b < 0x80) return (n >>> 1) ^ -(n & 1);
   }
-  throw new DataError('Confluent Protobuf frame has a message-index varint longer than 5 bytes');
+  throw new DataError('Confluent Protobuf frame has a message-index varint longer than 5 bytes', { stage: 'deserialize' });
 }

@@ -132,7 +132,7 @@ export function connectSchemaToIceberg(schema: unknown, options: JsonToIcebergOp
 
 /** Schemaless JSON → an Iceberg schema from one record (see the module header for the rules). */
 export function inferIcebergSchema(value: unknown, options: { schemaId?: number } = {}): Schema {
-  if (!isObject(value)) throw new DataError('schemaless JSON: a table can only be inferred from a JSON object');
+  if (!isObject(value)) throw new DataError('schemaless JSON: a table can only be inferred from a JSON object', { stage: 'deserialize' });
   let ph = 0;
   const next = (): number => ++ph;
   /** Undefined: no type can be told from `v` (an object with nothing typed in it). */

@@ -34,7 +34,7 @@ interface Target {
 
 function bad(path: string, what: string, v: unknown): DataError {
   const shown = typeof v === 'string' ? JSON.stringify(v.length > 40 ? `${v.slice(0, 40)}…` : v) : Array.isArray(v) ? 'an array' : isObject(v) ? 'an object' : String(v);
-  return new DataError(`field ${path}: ${shown} is not ${what}`, { context: { field: path } });
+  return new DataError(`field ${path}: ${shown} is not ${what}`, { stage: 'convert', context: { field: path } });
 }
 
 
@@ -275,7 +275,7 @@ function decimalWriter(t: Target, scale: number): Binder {
       if (typeof v === 'string') {
         // Connect Decimal: base64 of the big-endian unscaled value, at the schema's scale.
         const ss = s?.parameters?.['scale'];
-        if (ss !== undefined && Number(ss) !== scale) throw new DataError(`field ${path}: Decimal scale ${ss} is not the column's scale ${scale}`, { context: { field: path } });
+        if (ss !== undefined && Number(ss) !== scale) throw new DataError(`field ${path}: Decimal scale ${ss} is not the column's scale ${scale}`, { stage: 'convert', context: { field: path } });
         const bytes = base64(v, path);
         col.appendBigEndian(bytes, 0, bytes.length);
         return;

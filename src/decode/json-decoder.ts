@@ -35,7 +35,7 @@ export interface JsonDecoderOptions {
 export function unwrapEnvelope(value: unknown, schemasEnable: boolean): { payload: unknown; schema: ConnectSchema | undefined } {
   if (!schemasEnable) return { payload: value, schema: undefined };
   if (!isObject(value) || !('schema' in value) || !('payload' in value) || Object.keys(value).length !== 2) {
-    throw new DataError('JsonConverter with schemas.enable requires "schema" and "payload" fields and may not contain additional fields; if you are trying to deserialize plain JSON data, set schemas.enable=false');
+    throw new DataError('JsonConverter with schemas.enable requires "schema" and "payload" fields and may not contain additional fields; if you are trying to deserialize plain JSON data, set schemas.enable=false', { stage: 'deserialize' });
   }
   const schema = value['schema'];
   return { payload: value['payload'], schema: isObject(schema) ? (schema as unknown as ConnectSchema) : undefined };
@@ -69,8 +69,8 @@ export class JsonConverterDecoder {
 
   /** Writes an already parsed payload as one record. */
   write(payload: unknown, schema: ConnectSchema | undefined, sink: RecordSink): boolean {
-    if (payload === null || payload === undefined) throw new DataError('null JSON value (a tombstone) cannot become a row', { context: { tombstone: true } });
-    if (!isObject(payload)) throw new DataError(`the JSON value is ${Array.isArray(payload) ? 'an array' : typeof payload}, not an object: a table row needs an object`);
+    if (payload === null || payload === undefined) throw new DataError('null JSON value (a tombstone) cannot become a row', { stage: 'deserialize', context: { tombstone: true } });
+    if (!isObject(payload)) throw new DataError(`the JSON value is ${Array.isArray(payload) ? 'an array' : typeof payload}, not an object: a table row needs an object`, { stage: 'deserialize' });
     let w = this.bound.get(sink);
     if (w === undefined) {
       w = this.binder(sink);
@@ -82,7 +82,7 @@ export class JsonConverterDecoder {
     } catch (e) {
       sink.abortRecord();
       if (e instanceof IcefloeError) throw e;
-      throw new DataError(`JSON record could not be written: ${(e as Error).message}`, { cause: e });
+      throw new DataError(`JSON record could not be written: ${(e as Error).message}`, { stage: 'deserialize', cause: e });
     }
   }
 }

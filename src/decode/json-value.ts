@@ -36,12 +36,12 @@ export function parseJsonBytes(buf: Uint8Array, offset = 0, end = buf.length): u
   try {
     text = utf8.decode(buf.subarray(offset, end));
   } catch {
-    throw new DataError('JSON record is not valid UTF-8');
+    throw new DataError('JSON record is not valid UTF-8', { stage: 'deserialize' });
   }
   try {
     return LONG_DIGITS.test(text) ? (JSON.parse(text, exactNumbers as Parameters<typeof JSON.parse>[1]) as unknown) : (JSON.parse(text) as unknown);
   } catch (e) {
-    throw new DataError(`record is not valid JSON: ${(e as Error).message}`, { cause: e });
+    throw new DataError(`record is not valid JSON: ${(e as Error).message}`, { stage: 'deserialize', cause: e });
   }
 }
 

@@ -40,7 +40,7 @@ class StringSlot extends ValueSlot {
     try {
       this.value = UTF8.decode(src.subarray(start, end));
     } catch {
-      throw new DataError('a string field holds invalid UTF-8');
+      throw new DataError('a string field holds invalid UTF-8', { stage: 'deserialize' });
     }
   }
 }

@@ -55,7 +55,7 @@ export class BoundProtobufDecoder {
     } catch (e) {
       this.sink.abortRecord();
       if (e instanceof IcefloeError) throw e;
-      throw new DataError(`Protobuf message could not be decoded: ${(e as Error).message}`, { cause: e });
+      throw new DataError(`Protobuf message could not be decoded: ${(e as Error).message}`, { stage: 'deserialize', cause: e });
     } finally {
       r.buf = EMPTY;
     }

@@ -31,11 +31,11 @@ export class PbReader {
 }
 
 export function truncated(r: PbReader, path: string): DataError {
-  return new DataError(`Protobuf message truncated at ${path || '<root>'} (byte ${r.pos} of ${r.end})`, { context: { field: path, offset: r.pos } });
+  return new DataError(`Protobuf message truncated at ${path || '<root>'} (byte ${r.pos} of ${r.end})`, { stage: 'deserialize', context: { field: path, offset: r.pos } });
 }
 
 export function badData(path: string, what: string): DataError {
-  return new DataError(`field ${path || '<root>'}: ${what}`, { context: { field: path } });
+  return new DataError(`field ${path || '<root>'}: ${what}`, { stage: 'deserialize', context: { field: path } });
 }
 
 /** A varint: returns its low 32 bits (unsigned) and leaves the high 32 bits in `r.hi`. */
@@ -77,7 +77,7 @@ export function readVarint(r: PbReader): number {
   }
   r.pos = pos;
   if (pos > r.end) throw truncated(r, '');
-  throw new DataError(`Protobuf varint longer than 10 bytes at byte ${pos - 10}`, { context: { offset: pos - 10 } });
+  throw new DataError(`Protobuf varint longer than 10 bytes at byte ${pos - 10}`, { stage: 'deserialize', context: { offset: pos - 10 } });
 }
 
 /** (lo, hi) as a signed 64-bit value: a number when safe, else NaN with the value in r.big. */

@@ -64,7 +64,7 @@ export class ProtobufSchema {
     for (const i of indexes) {
       t = list[i];
       // The path comes from the record's frame: a path the schema lacks is that record's bad bytes.
-      if (t === undefined) throw new DataError(`Protobuf message index path [${indexes.join(', ')}] names no message of the schema`, { context: { indexes: indexes.join('.') } });
+      if (t === undefined) throw new DataError(`Protobuf message index path [${indexes.join(', ')}] names no message of the schema`, { stage: 'deserialize', context: { indexes: indexes.join('.') } });
       list = nestedMessages(t);
     }
     return t as PbType;

@@ -72,7 +72,7 @@ export class RegistryCache<T> {
       throw e;
     }
     try {
-      if (registered.type !== this.type) throw new DataError(`schema id ${id} is ${registered.type}, not ${this.type}`, { context: { schemaId: id } });
+      if (registered.type !== this.type) throw new DataError(`schema id ${id} is ${registered.type}, not ${this.type}`, { stage: 'deserialize', context: { schemaId: id } });
       const ok = this.build(registered);
       this.settledById.set(id, { ok });
       return ok;

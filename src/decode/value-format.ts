@@ -227,7 +227,7 @@ function jsonFormat(schemasEnable: boolean, options: FormatOptions): ValueFormat
       } catch (e) {
         // The Connect schema travels in the record: one that cannot be read is this record's problem
         // (errors.tolerance decides), not the configuration's.
-        if (e instanceof ConfigError) return Promise.reject(new DataError(`the record's Connect schema cannot be used: ${e.message}`, { cause: e, context: e.context }));
+        if (e instanceof ConfigError) return Promise.reject(new DataError(`the record's Connect schema cannot be used: ${e.message}`, { stage: 'deserialize', cause: e, context: e.context }));
         return Promise.reject(e as Error);
       }
     },

@@ -188,7 +188,7 @@ export class Router {
       ? `cannot be written: ${this.#missingTable(table, value, missingNamespace)}`
       : `routes to no table: ${this.#explain(cause, value, table)}. Set icefloe.tables.unrouted=skip to skip and count such records instead.`;
     // The record's coordinates are part of the error (core/errors.ts): its message starts with them.
-    const error = new DataError(why, { record: { topic, partition, offset }, context: { routeField: this.routeField, routeValue: value === null ? null : cut(value), cause } });
+    const error = new DataError(why, { stage: 'route', record: { topic, partition, offset }, context: { routeField: this.routeField, routeValue: value === null ? null : cut(value), cause } });
     return Object.freeze({ kind: 'fail', cause, reason: error.message, error });
   }
 

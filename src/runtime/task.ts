@@ -57,6 +57,8 @@ export interface SinkTaskDeps {
   readonly format: ValueFormat;
   /** The effective key converter (it decides the type of the key metadata column). */
   readonly keyConverter: ConverterKind;
+  /** The effective value converter's class, as dead letters name it; default the connector's own. */
+  readonly valueConverterClass?: string;
   readonly crash: CrashPoints;
   readonly log: Logger;
   /** Largest control record (announcements are split above it); default 900 KiB, under Kafka's 1 MiB. */
@@ -158,6 +160,13 @@ export class SinkTask {
       keyConverter: deps.keyConverter,
       log: this.log,
       ...(deps.memoryBudgetBytes === undefined ? {} : { memoryBudgetBytes: deps.memoryBudgetBytes }),
+      deadLetterSource: {
+        connector: connector.name,
+        taskId: deps.taskId,
+        valueConverterClass: deps.valueConverterClass ?? connector.valueConverter?.className ?? '',
+        connectorClass: connector.connectorClass,
+      },
+      now: this.now,
       endCycle: async (why) => {
         this.throwIfFailed();
         await this.channel.endCycle(why);

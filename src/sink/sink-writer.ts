@@ -31,11 +31,12 @@
  * Owns: the tables a task writes, routing and error tolerance per record. Must not: touch Kafka offsets
  * or transactions (the channel does).
  */
-import { ConfigError, DataError, RetriableError } from '../core/errors.ts';
+import { ConfigError, DataError, FatalError, RetriableError } from '../core/errors.ts';
+import type { DataStage } from '../core/errors.ts';
 import type { Logger } from '../core/log.ts';
 import type { ConnectorConfig } from '../config/connector-config.ts';
 import type { ConverterKind } from '../config/converters.ts';
-import type { RawRecord } from '../consume/port.ts';
+import type { OutgoingRecord, RawRecord } from '../consume/port.ts';
 import { NoSuchNamespaceError, NoSuchTableError, parseIdentifier, TableAlreadyExistsError } from '../commit/port.ts';
 import type { Catalog, LoadedTable } from '../commit/port.ts';
 import { createTable, evolveSchema } from '../commit/table-ops.ts';
@@ -52,6 +53,8 @@ import type { DataFileWriter } from '../write/index.ts';
 import type { ValueFormat } from '../decode/value-format.ts';
 import { RecordProbe } from '../decode/record-probe.ts';
 import type { ProbeField } from '../decode/record-probe.ts';
+import { deadLetterFormat, deadLetterRow, deadLetterTopicRecord } from './dead-letters.ts';
+import type { DeadLetter, DeadLetterSource } from './dead-letters.ts';
 import { SkipLedger } from './skip-ledger.ts';
 import type { SkipKind } from './skip-ledger.ts';
 import { TableSink, withMetadataFields } from './table-sink.ts';
@@ -73,6 +76,10 @@ export interface SinkWriterDeps {
    * false when it was abandoned (the record must then be read again after the rewind).
    */
   readonly endCycle: (why: string) => Promise<boolean>;
+  /** What dead letters say about where they were made; default: the connector's own converter class. */
+  readonly deadLetterSource?: DeadLetterSource;
+  /** The clock dead letters are stamped with; default Date.now. */
+  readonly now?: () => number;
 }
 
 /**
@@ -99,6 +106,11 @@ export interface WriterMetrics {
    * (errors.tolerance=all); the record is in its other tables.
    */
   tableCopiesFailed: number;
+  /**
+   * Records (or, with several tables, failed copies) sent to the dead-letter topic and/or table instead
+   * of being skipped (errors.tolerance=all with a dead-letter destination).
+   */
+  deadLettered: number;
 }
 
 /** The metric each kind of skip counts in. */
@@ -108,10 +120,26 @@ const SKIP_METRIC: Readonly<Record<SkipKind, keyof WriterMetrics>> = {
   unrouted: 'unroutedSkipped',
   'table-copy-skipped': 'tableCopiesSkipped',
   'table-copy-failed': 'tableCopiesFailed',
+  'dead-letter': 'deadLettered',
 };
 
+/** Bytes of key, value and headers: what icefloe.errors.record.max-bytes bounds. */
+function recordBytes(r: RawRecord): number {
+  let n = (r.key?.length ?? 0) + (r.value?.length ?? 0);
+  for (const h of r.headers) n += h.key.length + (h.value?.length ?? 0);
+  return n;
+}
+
+/** Bytes as errors.log.include.messages shows them: base64, cut at 4 KiB of input. */
+function shown(bytes: Uint8Array | null): string | null {
+  if (bytes === null) return null;
+  const max = 4096;
+  const b64 = Buffer.from(bytes.subarray(0, max)).toString('base64');
+  return bytes.length <= max ? b64 : `${b64}… (${bytes.length} bytes)`;
+}
+
 export class SinkWriter implements CycleWriter {
-  readonly metrics: WriterMetrics = { recordsWritten: 0, tombstonesSkipped: 0, errorsSkipped: 0, unroutedSkipped: 0, tableCopiesSkipped: 0, tableCopiesFailed: 0 };
+  readonly metrics: WriterMetrics = { recordsWritten: 0, tombstonesSkipped: 0, errorsSkipped: 0, unroutedSkipped: 0, tableCopiesSkipped: 0, tableCopiesFailed: 0, deadLettered: 0 };
   private readonly d: SinkWriterDeps;
   private readonly log: Logger;
   private readonly router: Router;
@@ -129,6 +157,13 @@ export class SinkWriter implements CycleWriter {
   /** Of those, the ones whose namespace is missing too (the message says so: auto-create creates both). */
   private readonly absentNamespaces = new Map<string, string>();
   private readonly skips = new SkipLedger();
+  /** This cycle's dead-letter topic records, taken by the channel into the cycle's transaction. */
+  private letters: OutgoingRecord[] = [];
+  /** The dead-letter table's sink once opened, and the probe of its partition values when it is partitioned. */
+  private deadLetterSink: TableSink | undefined;
+  private deadLetterProbe: RecordProbe | undefined;
+  private readonly hasDeadLetters: boolean;
+  private readonly letterSource: DeadLetterSource;
 
   constructor(deps: SinkWriterDeps) {
     this.d = deps;
@@ -137,6 +172,10 @@ export class SinkWriter implements CycleWriter {
     this.metaFields = metadataFields(deps.connector.tables, deps.keyConverter);
     this.budget = new WriteMemoryBudget(deps.memoryBudgetBytes ?? 256 * 1024 * 1024);
     this.probing = this.router.routeFieldPath() !== null;
+    const errors = deps.connector.errors;
+    this.hasDeadLetters = errors.tolerance === 'all' && (errors.deadLetterTopic !== null || errors.deadLetterTable !== null);
+    const c = deps.connector;
+    this.letterSource = deps.deadLetterSource ?? { connector: c.name, taskId: deps.taskId, valueConverterClass: c.valueConverter?.className ?? '', connectorClass: c.connectorClass };
   }
 
   /** Handles one record synchronously when it can; returns a promise when it needs I/O. */
@@ -146,13 +185,18 @@ export class SinkWriter implements CycleWriter {
       // A tombstone has no row to append (the Apache sink ignores them too); it is consumed and counted.
       return this.skipped('tombstone', r);
     }
+    const max = this.d.connector.errors.recordMaxBytes;
+    if (max > 0) {
+      const size = recordBytes(r);
+      if (size > max) return this.dataError(new DataError(`the record's key, value and headers are ${size} bytes, over icefloe.errors.record.max-bytes=${max}`, { stage: 'deserialize', context: { bytes: size } }), r, 'deserialize');
+    }
     let tables: readonly string[];
     let probe: RecordProbe | undefined;
     // Everything that looks at the record's bytes is inside: a value that is not even framed fails here
     // first (the schema key reads the frame), and must follow errors.tolerance like any bad record.
     try {
       const probed = this.probe(msg);
-      if (probed instanceof Promise) return probed.then(() => this.write(r), (e: unknown) => this.dataError(e, r));
+      if (probed instanceof Promise) return probed.then(() => this.write(r), (e: unknown) => this.dataError(e, r, 'deserialize'));
       probe = probed;
       const route = this.router.route(probe?.routeValue() ?? null, r.topic, r.partition, r.offset);
       if (route.kind === 'fail') throw route.error;
@@ -174,7 +218,7 @@ export class SinkWriter implements CycleWriter {
         }
       }
     } catch (e) {
-      return this.dataError(e, r);
+      return this.dataError(e, r, 'deserialize');
     }
     return this.appendAll(r, tables, probe);
   }
@@ -190,7 +234,7 @@ export class SinkWriter implements CycleWriter {
     this.absentNamespaces.clear();
     await this.checkTablesCurrent();
     const out: CycleTableFiles[] = [];
-    for (const sink of this.sinks.values()) {
+    for (const sink of this.allSinks()) {
       if (sink.records === 0) continue;
       const c = await sink.complete();
       out.push({ table: c.table.identifier, tableUuid: c.table.metadata.tableUuid, schemaId: c.schemaId, specId: c.specId, files: c.files, spans: c.spans });
@@ -198,8 +242,28 @@ export class SinkWriter implements CycleWriter {
     return out;
   }
 
+  /** The data tables' sinks, and the dead-letter table's once opened. */
+  private allSinks(): TableSink[] {
+    const all = [...this.sinks.values()];
+    if (this.deadLetterSink !== undefined) all.push(this.deadLetterSink);
+    return all;
+  }
+
+  /**
+   * The cycle's dead-letter topic records, for the cycle's transaction (the channel takes them after
+   * `complete()`); they are the writer's no more: a failed transaction abandons the cycle, and its records
+   * are read, failed and dead-lettered again.
+   */
+  takeDeadLetters(): OutgoingRecord[] {
+    const taken = this.letters;
+    this.letters = [];
+    return taken;
+  }
+
   private async checkTablesCurrent(): Promise<void> {
-    for (const [name, sink] of this.sinks) {
+    const named: [string, TableSink][] = [...this.sinks];
+    if (this.deadLetterSink !== undefined) named.push([this.d.connector.errors.deadLetterTable as string, this.deadLetterSink]);
+    for (const [name, sink] of named) {
       if (sink.records === 0) continue;
       const opened = sink.table.metadata.tableUuid;
       let now: string | undefined;
@@ -220,8 +284,11 @@ export class SinkWriter implements CycleWriter {
   /** Drops every table's unannounced records and files; tables are loaded afresh afterwards. */
   async abort(reason: unknown): Promise<string[]> {
     const orphans: string[] = [];
-    for (const sink of this.sinks.values()) orphans.push(...(await sink.abort(reason)));
+    for (const sink of this.allSinks()) orphans.push(...(await sink.abort(reason)));
     this.sinks.clear();
+    this.deadLetterSink = undefined;
+    this.deadLetterProbe = undefined;
+    this.letters = [];
     this.absent.clear();
     this.absentNamespaces.clear();
     this.tablesChanged();
@@ -256,7 +323,7 @@ export class SinkWriter implements CycleWriter {
       // A table opened or evolved for this record: the probe planned for the new table set reads it again.
       if (this.tableSet !== tableSet) probe = await this.probeReady(msg);
     } catch (e) {
-      if (e instanceof DataError) return this.dataError(e, r);
+      if (e instanceof DataError) return this.dataError(e, r, 'convert');
       throw e;
     }
     return this.appendAll(r, present, probe);
@@ -296,28 +363,35 @@ export class SinkWriter implements CycleWriter {
         if (w !== undefined) (flushes ??= []).push(w);
       } catch (e) {
         // Not tolerated: the task fails now (its cycle, this record's other copies included, is abandoned).
-        if (!(e instanceof DataError) || this.d.connector.errors.tolerance !== 'all') return this.dataError(e, r, tables.length > 1 ? t : undefined);
+        if (!(e instanceof DataError) || this.d.connector.errors.tolerance !== 'all') return this.dataError(e, r, 'convert', tables.length > 1 ? t : undefined);
         (failed ??= []).push({ table: t, error: e });
       }
     }
+    let pending: Promise<unknown>[] | undefined;
     if (failed !== undefined) {
       const first = failed[0] as { table: string; error: DataError };
-      if (failed.length === tables.length) return this.dataError(first.error, r, tables.length > 1 ? failed.map((f) => f.table).join(', ') : undefined);
-      for (const f of failed) this.copyFailed(r, f.table, f.error);
+      if (failed.length === tables.length) return this.dataError(first.error, r, 'convert', tables.length > 1 ? failed.map((f) => f.table).join(', ') : undefined);
+      for (const f of failed) {
+        const kept = this.copyFailed(r, f.table, f.error);
+        if (kept !== undefined) (pending ??= []).push(kept);
+      }
     }
     this.metrics.recordsWritten++;
-    if (flushes === undefined) return 'written';
+    if (flushes === undefined && pending === undefined) return 'written';
     return (async () => {
-      for (const w of flushes) await w.flushIfNeeded();
+      if (pending !== undefined) await Promise.all(pending);
+      for (const w of flushes ?? []) await w.flushIfNeeded();
       return 'written' as const;
     })();
   }
 
   /**
    * A deterministic problem with this record (for `table`, when only some of its tables are concerned):
-   * fail the task naming the record's coordinates, or (errors.tolerance=all) skip and count it.
+   * fail the task naming the record's coordinates, or (errors.tolerance=all) send it to the dead-letter
+   * queue when one is configured, else skip and count it. `stage` is where it was caught, for an error
+   * that does not say where it arose.
    */
-  private dataError(e: unknown, r: RawRecord, table?: string): WriteOutcome {
+  private dataError(e: unknown, r: RawRecord, stage: DataStage, table?: string): WriteOutcome | Promise<WriteOutcome> {
     if (!(e instanceof DataError)) throw e;
     if (this.d.connector.errors.tolerance !== 'all') {
       // The coordinates are part of the error (its message starts with them; the task's failure line and
@@ -325,26 +399,95 @@ export class SinkWriter implements CycleWriter {
       const reason = e.record !== undefined ? e.reason : e.message;
       throw new DataError(table === undefined ? reason : `table ${table}: ${reason}`, {
         cause: e,
+        stage: e.stage ?? stage,
         context: { ...e.context, ...(table === undefined ? {} : { table }) },
         record: { topic: r.topic, partition: r.partition, offset: r.offset },
       });
     }
+    // The record went to none of its tables: its dead letter names none (the error says which failed).
+    const letter: DeadLetter = { record: r, error: e, stage: e.stage ?? stage, table: undefined, failedAtMs: (this.d.now ?? Date.now)() };
+    const tables = table === undefined ? {} : { tables: table };
+    if (this.hasDeadLetters) return this.deadLetter(letter, 'record sent to the dead-letter queue (errors.tolerance=all)', tables).then(() => 'skipped' as const);
     if (this.skips.first('error', r)) {
       this.metrics.errorsSkipped++;
-      if (this.d.connector.errors.logEnable) {
-        this.log.warn('record skipped (errors.tolerance=all)', { topic: r.topic, partition: r.partition, offset: r.offset.toString(), ...(table === undefined ? {} : { tables: table }), error: e.message });
-      }
+      this.logTolerated('record skipped (errors.tolerance=all)', letter, tables);
     }
     return 'skipped';
   }
 
-  /** errors.tolerance=all: the record is in its other tables, not in `table`; counted (and logged) once. */
-  private copyFailed(r: RawRecord, table: string, e: DataError): void {
-    if (!this.skips.first('table-copy-failed', r, table)) return;
+  /**
+   * errors.tolerance=all: the record is in its other tables, not in `table`; dead-lettered (naming the
+   * table) when a dead-letter destination is configured, else counted; logged once either way.
+   */
+  private copyFailed(r: RawRecord, table: string, e: DataError): Promise<void> | undefined {
+    const letter: DeadLetter = { record: r, error: e, stage: e.stage ?? 'convert', table, failedAtMs: (this.d.now ?? Date.now)() };
+    if (this.hasDeadLetters) return this.deadLetter(letter, 'record not written to one of its tables; its other tables have it, the dead-letter queue has this copy (errors.tolerance=all)', { table });
+    if (!this.skips.first('table-copy-failed', r, table)) return undefined;
     this.metrics.tableCopiesFailed++;
-    if (this.d.connector.errors.logEnable) {
-      this.log.warn('record not written to one of its tables (errors.tolerance=all); its other tables have it', { table, topic: r.topic, partition: r.partition, offset: r.offset.toString(), error: e.message });
+    this.logTolerated('record not written to one of its tables (errors.tolerance=all); its other tables have it', letter, { table });
+    return undefined;
+  }
+
+  /**
+   * Keeps a failure in this cycle's dead letters: a record for the dead-letter topic (produced in the
+   * cycle's transaction) and/or a row of the dead-letter table. Done every time the record is handled (an
+   * abandoned cycle drops them with everything else); counted and logged once per coordinates.
+   */
+  private async deadLetter(letter: DeadLetter, what: string, tables: Readonly<Record<string, string>>): Promise<void> {
+    const r = letter.record;
+    const { deadLetterTopic, deadLetterTable } = this.d.connector.errors;
+    if (this.skips.first('dead-letter', r, letter.table)) {
+      this.metrics.deadLettered++;
+      this.logTolerated(what, letter, tables);
     }
+    if (deadLetterTopic !== null) this.letters.push(deadLetterTopicRecord(letter, deadLetterTopic.topic, deadLetterTopic.contextHeaders, this.letterSource));
+    if (deadLetterTable === null) return;
+    const sink = this.deadLetterSink ?? (await this.openDeadLetterTable(deadLetterTable));
+    const value = deadLetterRow(letter, this.letterSource);
+    const row: RawRecord = { ...r, value, headers: [] };
+    let flush: DataFileWriter | undefined;
+    try {
+      let view;
+      if (this.deadLetterProbe !== undefined) {
+        await this.deadLetterProbe.prepare(value);
+        this.deadLetterProbe.read(value);
+        view = this.deadLetterProbe.viewOf(deadLetterTable);
+      }
+      await sink.prepare(value);
+      flush = sink.append(row, view);
+    } catch (e) {
+      // The row is ours and its schema fixed: a table that cannot take it is the table's problem, not the record's.
+      throw new FatalError(`the dead-letter table ${deadLetterTable} cannot take a dead-letter row: ${e instanceof Error ? e.message : String(e)}; give it the columns Icefloe writes (docs/errors.md) or name another table`, { cause: e, context: { table: deadLetterTable } });
+    }
+    if (flush !== undefined) await flush.flushIfNeeded();
+  }
+
+  /**
+   * Opens (or creates: it is Icefloe's own table, whatever iceberg.tables.auto-create-enabled says) the
+   * dead-letter table, with the dead-letter row format and no Kafka metadata columns (the row has them).
+   */
+  private async openDeadLetterTable(name: string): Promise<TableSink> {
+    const format = deadLetterFormat();
+    const sample = deadLetterRow({ record: { topic: '', partition: 0, offset: 0n, timestamp: null, key: null, value: null, headers: [] }, error: new DataError(''), stage: 'deserialize', table: undefined, failedAtMs: 0 }, this.letterSource);
+    const loaded = (await this.loadOrCreate(name, format, sample, [], true)) as LoadedTable;
+    const sink = new TableSink({ table: loaded, format, metadataFields: [], writeProps: this.d.connector.tables.writeProps, store: this.d.store, budget: this.budget, taskId: this.d.taskId });
+    if (sink.probeFields.length > 0) {
+      const source = await format.sourceSchema(sample);
+      this.deadLetterProbe = new RecordProbe({ source, routePath: null, tables: new Map([[name, sink.probeFields]]), caseInsensitive: false }, (projection) => format.decoderFor(projection));
+    }
+    this.deadLetterSink = sink;
+    return sink;
+  }
+
+  /** One WARN line per tolerated failure (errors.log.enable), with the record's contents when asked. */
+  private logTolerated(what: string, letter: DeadLetter, tables: Readonly<Record<string, string>>): void {
+    const errors = this.d.connector.errors;
+    if (!errors.logEnable) return;
+    const r = letter.record;
+    const contents = errors.logIncludeMessages
+      ? { timestamp: r.timestamp, key: shown(r.key), value: shown(r.value), headers: r.headers.map((h) => ({ key: h.key, value: shown(h.value) })) }
+      : {};
+    this.log.warn(what, { ...(tables['table'] === undefined ? {} : tables), topic: r.topic, partition: r.partition, offset: r.offset.toString(), ...(tables['tables'] === undefined ? {} : tables), stage: letter.stage, error: letter.error.message, ...contents });
   }
 
   /** A skip by configuration, counted once per coordinates (and table) however often the record is read. */
@@ -398,6 +541,15 @@ export class SinkWriter implements CycleWriter {
 
   /** Loads (or auto-creates) a table; undefined when it does not exist and auto-create is off. */
   private async openTable(name: string, msg: Uint8Array): Promise<TableSink | undefined> {
+    const loaded = await this.loadOrCreate(name, this.d.format, msg, this.metaFields, this.d.connector.tables.autoCreate);
+    return loaded === undefined ? undefined : this.install(name, loaded);
+  }
+
+  /**
+   * Loads a table, or creates it from `msg`'s schema in `format` (with `metaFields`) when missing and
+   * `create`; undefined when it is missing and may not be created.
+   */
+  private async loadOrCreate(name: string, format: ValueFormat, msg: Uint8Array, metaFields: readonly MetadataFieldSpec[], create: boolean): Promise<LoadedTable | undefined> {
     const { catalog, connector } = this.d;
     const id = parseIdentifier(name);
     let loaded: LoadedTable;
@@ -407,11 +559,11 @@ export class SinkWriter implements CycleWriter {
       // A REST catalog answers a table in a missing namespace with NoSuchNamespace: the table is missing
       // all the same, and auto-create makes both (createTable ensures the namespace).
       if (!(e instanceof NoSuchTableError) && !(e instanceof NoSuchNamespaceError)) throw e;
-      if (!connector.tables.autoCreate) {
+      if (!create) {
         if (e instanceof NoSuchNamespaceError || !(await catalog.namespaceExists(id.namespace))) this.absentNamespaces.set(name, id.namespace.join('.'));
         return undefined;
       }
-      const schema = withMetadataFields(await this.d.format.sourceSchema(msg), this.metaFields);
+      const schema = withMetadataFields(await format.sourceSchema(msg), metaFields);
       const { partitionBy, partitionByKey } = connector.tables.settings(name);
       checkPartitionBy(name, schema, partitionBy, partitionByKey);
       try {
@@ -426,7 +578,7 @@ export class SinkWriter implements CycleWriter {
         loaded = await catalog.loadTable(id); // another task created it first
       }
     }
-    return this.install(name, loaded);
+    return loaded;
   }
 
   private install(name: string, loaded: LoadedTable): TableSink {

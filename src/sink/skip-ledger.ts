@@ -15,7 +15,7 @@
  */
 import type { RawRecord } from '../consume/port.ts';
 
-export type SkipKind = 'tombstone' | 'error' | 'unrouted' | 'table-copy-skipped' | 'table-copy-failed';
+export type SkipKind = 'tombstone' | 'error' | 'unrouted' | 'table-copy-skipped' | 'table-copy-failed' | 'dead-letter';
 
 export class SkipLedger {
   private readonly highest = new Map<string, bigint>();

@@ -37,13 +37,13 @@ export function countZeroBits(bits: Uint8Array, n: number): number {
 }
 
 function requiredNull(node: LayoutNode): DataError {
-  return new DataError(`required field ${node.path} (id ${node.fieldId}) is null`, {
+  return new DataError(`required field ${node.path} (id ${node.fieldId}) is null`, { stage: 'convert',
     context: { fieldId: node.fieldId, field: node.path },
   });
 }
 
 export function badValue(node: LayoutNode, what: string): DataError {
-  return new DataError(`field ${node.path} (id ${node.fieldId}): ${what}`, {
+  return new DataError(`field ${node.path} (id ${node.fieldId}): ${what}`, { stage: 'convert',
     context: { fieldId: node.fieldId, field: node.path },
   });
 }

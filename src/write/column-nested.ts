@@ -69,7 +69,7 @@ export function completeChildren(owner: LayoutNode | undefined, children: readon
     if (len === rows) continue;
     if (len === rows - 1) {
       if (c.node.required) {
-        throw new DataError(`required field ${c.node.path} (id ${c.fieldId}) is missing`, { context: { fieldId: c.fieldId, field: c.node.path } });
+        throw new DataError(`required field ${c.node.path} (id ${c.fieldId}) is missing`, { stage: 'convert', context: { fieldId: c.fieldId, field: c.node.path } });
       }
       c.appendNull();
       continue;

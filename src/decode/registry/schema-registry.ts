@@ -200,7 +200,7 @@ export class ConfluentSchemaResolver implements SchemaResolver, SchemaRegistrar 
   async byId(id: number): Promise<RegisteredSchema> {
     const hit = this.cache.get(id);
     if (hit !== undefined) return hit;
-    if (!Number.isInteger(id) || id < 0 || id > 0xffffffff) throw new DataError(`schema id ${id} is not a registry id`, { context: { schemaId: id } });
+    if (!Number.isInteger(id) || id < 0 || id > 0xffffffff) throw new DataError(`schema id ${id} is not a registry id`, { stage: 'deserialize', context: { schemaId: id } });
     let p = this.pending.get(id);
     if (p === undefined) {
       p = this.fetchById(id);
@@ -297,7 +297,7 @@ export class ConfluentSchemaResolver implements SchemaResolver, SchemaRegistrar 
       body = await this.call(what, (api) => api.Subject.version({ subject: ref.subject, version: ref.version, timeout: this.timeoutMs }) as Promise<ApiResponse>);
     } catch (e) {
       // A schema that references a subject version the registry does not have cannot be resolved later either.
-      if (e instanceof UnknownAnswer) throw new DataError(`${what} is unknown to the registry at ${e.endpoint.url}`, { cause: e.cause });
+      if (e instanceof UnknownAnswer) throw new DataError(`${what} is unknown to the registry at ${e.endpoint.url}`, { stage: 'deserialize', cause: e.cause });
       throw e;
     }
     return parseAnswer(body, what);
@@ -352,7 +352,7 @@ export class ConfluentSchemaResolver implements SchemaResolver, SchemaRegistrar 
         context: { ...context, unknownForMs: waited },
       });
     }
-    return new DataError(`schema id ${id} is unknown to the registry at ${endpoint.url} (confirmed: still unknown after ${waited} ms)`, {
+    return new DataError(`schema id ${id} is unknown to the registry at ${endpoint.url} (confirmed: still unknown after ${waited} ms)`, { stage: 'deserialize',
       cause,
       context: { ...context, unknownForMs: waited },
     });
@@ -390,12 +390,12 @@ function translate(e: unknown, status: number | undefined, doingWhat: string, ur
 }
 
 function parseAnswer(body: unknown, what: string): { type: SchemaType; schema: string; refs: RawReference[] } {
-  if (typeof body !== 'object' || body === null) throw new DataError(`the registry's answer for ${what} is not a schema`);
+  if (typeof body !== 'object' || body === null) throw new DataError(`the registry's answer for ${what} is not a schema`, { stage: 'deserialize' });
   const o = body as Record<string, unknown>;
   const schema = o['schema'];
-  if (typeof schema !== 'string') throw new DataError(`the registry's answer for ${what} has no schema text`);
+  if (typeof schema !== 'string') throw new DataError(`the registry's answer for ${what} has no schema text`, { stage: 'deserialize' });
   const t = o['schemaType'] ?? 'AVRO';
-  if (typeof t !== 'string' || !SCHEMA_TYPES.has(t)) throw new DataError(`the registry's answer for ${what} has an unknown schemaType`);
+  if (typeof t !== 'string' || !SCHEMA_TYPES.has(t)) throw new DataError(`the registry's answer for ${what} has an unknown schemaType`, { stage: 'deserialize' });
   const refs: RawReference[] = [];
   const rawRefs = o['references'];
   if (Array.isArray(rawRefs)) {
@@ -405,7 +405,7 @@ function parseAnswer(body: unknown, what: string): { type: SchemaType; schema: s
       const subject = ro['subject'];
       const version = ro['version'];
       if (typeof name !== 'string' || typeof subject !== 'string' || typeof version !== 'number') {
-        throw new DataError(`the registry's answer for ${what} has a malformed reference`);
+        throw new DataError(`the registry's answer for ${what} has a malformed reference`, { stage: 'deserialize' });
       }
       refs.push({ name, subject, version });
     }

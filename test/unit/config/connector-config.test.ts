@@ -49,7 +49,7 @@ test('a minimal config gets the Apache sink\'s defaults', () => {
   assert.equal(c.catalog.name, 'iceberg');
   assert.equal(c.catalog.type, 'rest');
   assert.equal(c.catalog.fromWorker, false);
-  assert.deepEqual(c.errors, { tolerance: 'none', logEnable: false });
+  assert.deepEqual(c.errors, { tolerance: 'none', logEnable: false, logIncludeMessages: false, deadLetterTopic: null, deadLetterTable: null, recordMaxBytes: 0 });
   assert.equal(c.keyConverter, null);
   assert.equal(c.valueConverter, null);
   assert.deepEqual(c.warnings, []);
@@ -117,10 +117,6 @@ test('keys Icefloe does not act on yet fail validation with "not supported yet",
     'header.converter.schemas.enable': 'false',
     'errors.retry.timeout': '-1',
     'errors.retry.delay.max.ms': '1000',
-    'errors.log.include.messages': 'true',
-    'errors.deadletterqueue.topic.name': 'orders-dlq',
-    'errors.deadletterqueue.topic.replication.factor': '1',
-    'errors.deadletterqueue.context.headers.enable': 'true',
     'iceberg.tables.default-id-columns': 'id',
     'iceberg.table.sales.orders.id-columns': 'order_id, line',
     'iceberg.control.commit.threads': '4',
@@ -136,8 +132,7 @@ test('keys Icefloe does not act on yet fail validation with "not supported yet",
   const covered = (rule: string): boolean => Object.keys(rejected).some((k) => k === rule || (rule.endsWith('.') && k.startsWith(rule)) || (rule.includes('<table>') && k === rule.replace('<table>', 'sales.orders')));
   for (const rule of CONNECTOR_UNSUPPORTED) assert.ok(covered(rule.key), rule.key);
   assert.match(errors.transforms?.[0] ?? '', /needs single message transforms \(SMTs\)\. Records would reach the tables untransformed/);
-  assert.match(errors['errors.deadletterqueue.topic.name']?.[0] ?? '', /needs the dead-letter queue\. .*errors\.tolerance=all bad records are skipped and counted/);
-  assert.ok(!errors['errors.deadletterqueue.topic.name']?.[0]?.includes('orders-dlq'), 'values are never echoed (they may be secrets)');
+  assert.ok(!errors['errors.retry.timeout']?.[0]?.includes('-1'), 'values are never echoed (they may be secrets)');
   assert.match(errors['iceberg.table.sales.orders.id-columns']?.[0] ?? '', /needs identifier \(primary-key\) columns/);
   assert.match(errors['iceberg.control.commit.threads']?.[0] ?? '', /distributed mode/);
   assert.throws(() => parseConnectorConfig({ ...BASE, transforms: 'a', 'transforms.a.type': 'X' }), (e: unknown) => e instanceof ConfigError && /2 configuration error\(s\): not supported yet: transforms needs/.test(e.message));
@@ -452,4 +447,27 @@ test('a misspelled key gets a suggestion; the error it causes is listed once and
     assert.match(e.message, /: Invalid value 0 for configuration tasks\.max: .*; 'iceberg\.tables\.evolve-schema-enable' is not a known key \(did you mean iceberg\.tables\.evolve-schema-enabled\?\)$/);
     return true;
   });
+});
+
+test('dead-letter settings: a topic and a table with errors.tolerance=all; refused with none, when consumed by the connector, or routed to', () => {
+  const dlq = { 'errors.tolerance': 'all', 'errors.deadletterqueue.topic.name': 'orders-dlq', 'errors.deadletterqueue.topic.replication.factor': '1', 'errors.deadletterqueue.context.headers.enable': 'true', 'errors.log.enable': 'true', 'errors.log.include.messages': 'true', 'icefloe.errors.deadletterqueue.table.name': 'sales.orders_dlq', 'icefloe.errors.record.max-bytes': '1048576' };
+  const c = parseConnectorConfig({ ...BASE, ...dlq });
+  assert.deepEqual(c.errors, {
+    tolerance: 'all',
+    logEnable: true,
+    logIncludeMessages: true,
+    deadLetterTopic: { topic: 'orders-dlq', replicationFactor: 1, contextHeaders: true },
+    deadLetterTable: 'sales.orders_dlq',
+    recordMaxBytes: 1048576,
+  });
+  // With none the first bad record fails the task: a destination would never receive a record.
+  const none = errorsOf({ ...BASE, ...dlq, 'errors.tolerance': 'none' });
+  assert.match(none['errors.deadletterqueue.topic.name']?.[0] ?? '', /only receives records with errors\.tolerance=all/);
+  assert.match(none['icefloe.errors.deadletterqueue.table.name']?.[0] ?? '', /only receives records with errors\.tolerance=all/);
+  // Connect's checks and wording: the DLQ topic may not be consumed by the connector.
+  assert.deepEqual(errorsOf({ ...BASE, ...dlq, topics: 'orders,orders-dlq' })['topics'], ["The DLQ topic 'orders-dlq' may not be included in the list of topics ('topics=[orders, orders-dlq]') consumed by the connector"]);
+  const { topics: _t, ...noTopics } = BASE as Record<string, string>;
+  assert.deepEqual(errorsOf({ ...noTopics, ...dlq, 'topics.regex': 'orders.*' })['topics.regex'], ["The DLQ topic 'orders-dlq' may not be matched by the regex for the topics ('topics.regex=orders.*') consumed by the connector"]);
+  assert.match(errorsOf({ ...BASE, ...dlq, 'icefloe.errors.deadletterqueue.table.name': 'sales.orders' })['icefloe.errors.deadletterqueue.table.name']?.[0] ?? '', /may not be a table the records route to/);
+  assert.ok(errorsOf({ ...BASE, ...dlq, 'icefloe.errors.deadletterqueue.table.name': 'nodot' })['icefloe.errors.deadletterqueue.table.name'] !== undefined);
 });
