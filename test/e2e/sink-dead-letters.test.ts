@@ -13,6 +13,9 @@
  * - every bad record is in the dead-letter TOPIC exactly once (read_committed: the abandoned cycle's
  *   transaction was aborted), with its original value and Connect's `__connect.errors.*` headers;
  * - each is logged once with its coordinates, and nothing else is.
+ * A second connector on the same topic with errors.tolerance=none fails its task: its REST status says
+ * FAILED with a trace naming the first bad record's topic, partition and offset and what is wrong, and its
+ * consumer group committed nothing past that record.
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
@@ -26,7 +29,7 @@ import { assertExactlyOnce, coordinateKey } from '../helpers/exactly-once.ts';
 import type { Coordinates } from '../helpers/exactly-once.ts';
 import { FAST_GROUP, kafkaSettings, pollUntil, unique } from '../helpers/kafka.ts';
 import { readTable } from '../helpers/readers.ts';
-import { committedRecords, e2eResources, PROCESS_WORKER, registryConverter, sinkConnector, stopWorker, uniqueIdent } from '../helpers/sink-e2e.ts';
+import { committedRecords, e2eResources, PROCESS_WORKER, registryConverter, sinkConnector, uniqueIdent } from '../helpers/sink-e2e.ts';
 import { stackEndpoints } from '../helpers/stack.ts';
 import { startWorker, taskFailures } from '../helpers/worker.ts';
 import type { WorkerProcess } from '../helpers/worker.ts';
@@ -46,7 +49,7 @@ async function until(w: WorkerProcess, what: string, check: () => boolean, timeo
   const deadline = Date.now() + timeoutMs;
   while (!check()) {
     if (w.child.exitCode !== null || w.child.signalCode !== null) throw new Error(`waiting for ${what}: the worker exited:\n${w.lines.slice(-15).join('\n')}`);
-    const failed = taskFailures(w);
+    const failed = taskFailures(w).filter((f) => !String(f['connector']).startsWith('e2e-strict'));
     if (failed.length > 0) throw new Error(`waiting for ${what}: a task failed: ${JSON.stringify(failed[0])}`);
     if (Date.now() > deadline) throw new Error(`no ${what} after ${timeoutMs} ms:\n${w.lines.slice(-20).join('\n')}`);
     await new Promise((r) => setTimeout(r, 250));
@@ -74,11 +77,13 @@ test('bad records go to the dead-letter topic and table exactly once, across a c
   const topic = unique('e2e-dlq-src');
   const dlqTopic = unique('e2e-dlq');
   const control = unique('e2e-control');
+  const strictControl = unique('e2e-control');
   const ns = uniqueIdent('e2e');
   const table = `${ns}.orders`;
   const dlqTable = `${ns}.orders_dlq`;
-  res.topics.push(topic, dlqTopic, control);
-  res.tables.push(table, dlqTable);
+  const strictTable = `${ns}.strict_orders`;
+  res.topics.push(topic, dlqTopic, control, strictControl);
+  res.tables.push(table, dlqTable, strictTable);
   const subject = `${topic}-value`;
   const looseSubject = `${topic}-loose-value`;
   t.after(async () => {
@@ -130,6 +135,7 @@ test('bad records go to the dead-letter topic and table exactly once, across a c
 
   const proxy = new FaultProxy(e.proxyControlUrl);
   const connector = unique('e2e-dlq');
+  const strictConnector = unique('e2e-strict');
   const worker = startWorker({
     worker: PROCESS_WORKER,
     connectors: [
@@ -152,10 +158,16 @@ test('bad records go to the dead-letter topic and table exactly once, across a c
           'iceberg.catalog.s3.endpoint': e.proxyS3Endpoint,
         },
       }),
+      sinkConnector({
+        name: strictConnector,
+        topics: topic,
+        controlTopic: strictControl,
+        config: { ...registryConverter('avro'), 'iceberg.tables': strictTable, 'iceberg.tables.auto-create-enabled': 'true', 'errors.tolerance': 'none', 'icefloe.errors.record.max-bytes': String(MAX_BYTES) },
+      }),
     ],
   });
   res.workers.push(worker);
-  await until(worker, 'partitions assigned', () => worker.logs('partitions assigned').length > 0);
+  await until(worker, 'partitions assigned', () => worker.logs('partitions assigned').filter((l) => l['connector'] === connector).length > 0);
   const failUploads = await proxy.arm({ target: 's3', match: { method: 'PUT', path: `/${ns}/.*\\.parquet` }, times: 10, fault: { kind: 'status', preset: 'unavailable' } });
   t.after(() => proxy.remove(failUploads).catch(() => undefined));
 
@@ -193,12 +205,38 @@ test('bad records go to the dead-letter topic and table exactly once, across a c
   } finally {
     await dlqSource.close();
   }
-  await stopWorker(worker);
+  // errors.tolerance=none: the strict connector's task is FAILED, and its status says where and why.
+  const rest = await worker.restUrl();
+  let status: { connector: { state: string }; tasks: { id: number; state: string; trace?: string }[] } | undefined;
+  const deadline = Date.now() + 60_000;
+  for (;;) {
+    status = (await (await fetch(`${rest}/connectors/${strictConnector}/status`)).json()) as typeof status;
+    if (status?.tasks[0]?.state === 'FAILED' || Date.now() > deadline) break;
+    await new Promise((r) => setTimeout(r, 500));
+  }
+  const firstBad = [0, 1].map((p) => [...bad.values()].find((b) => b.c.partition === p) as { c: Coordinates; kind: Kind });
+  const strictTask = status?.tasks[0];
+  assert.equal(strictTask?.state, 'FAILED', `the strict task failed: ${JSON.stringify(status)}`);
+  const named = firstBad.find((b) => strictTask?.trace?.includes(`${b.c.topic}/${b.c.partition}@${b.c.offset}`));
+  assert.ok(named !== undefined, `the trace names the first bad record of a partition: ${strictTask?.trace}`);
+  assert.match(strictTask?.trace ?? '', WHAT[named.kind], 'and what is wrong with it');
+  assert.equal(status?.connector.state, 'RUNNING', 'the connector runs; its task failed');
+  const groupAdmin = await ConfluentKafkaAdmin.connect({ settings: await kafkaSettings() });
+  try {
+    for (const o of await groupAdmin.groupOffsets(`connect-${strictConnector}`, topic)) {
+      const limit = firstBad[o.partition]?.c.offset as bigint;
+      assert.ok(o.offset <= limit, `the strict connector committed ${topic}[${o.partition}] up to ${o.offset}, past its first bad record ${limit}`);
+    }
+  } finally {
+    await groupAdmin.close();
+  }
+  // A worker stopped with a FAILED task exits 1 (issue 11); the tolerant connector's tasks stopped cleanly.
+  assert.equal(await worker.stop(120_000), '1');
 
   assert.ok((await proxy.rule(failUploads)).applied >= 1, 'the proxy failed an upload');
   const reread = worker.logs('cycle abandoned; reading again from the committed offsets').length;
   assert.ok(reread >= 1, 'a cycle was abandoned and read again');
-  assert.equal(taskFailures(worker).length, 0);
+  assert.equal(taskFailures(worker, connector).length, 0);
 
   // The data table: every good record once, nothing else.
   await assertExactlyOnce(table, good);
@@ -238,9 +276,9 @@ test('bad records go to the dead-letter topic and table exactly once, across a c
   assert.deepEqual([...seen.keys()].sort(), [...bad.keys()].sort(), 'every bad record has its dead letter');
 
   // Logged once each, with its coordinates and stage.
-  const logged = worker.logs('record sent to the dead-letter queue (errors.tolerance=all)');
+  const logged = worker.logs('record sent to the dead-letter queue (errors.tolerance=all)').filter((l) => l['connector'] === connector);
   assert.deepEqual(logged.map((l) => `${String(l['topic'])}/${String(l['partition'])}/${String(l['offset'])}`).sort(), [...bad.keys()].sort());
-  const stopped = worker.logs('task stopped');
+  const stopped = worker.logs('task stopped').filter((l) => l['connector'] === connector);
   assert.equal(stopped.reduce((n, l) => n + Number(l['deadLettered']), 0), bad.size, 'deadLettered adds up to the bad records, once each');
   t.diagnostic(`${reread} cycle(s) read again; proxy failed ${(await proxy.rule(failUploads)).applied} upload(s); ${letters.length} dead letters on the topic, ${rows.length} rows in the dead-letter table`);
 });
