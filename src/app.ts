@@ -58,7 +58,7 @@ import type { OffsetsPort, TablesPort } from './runtime/herder.ts';
 import { ConnectorPlugins } from './runtime/connector-plugins.ts';
 import { alterConnectorOffsets, connectorOffsets, resetConnectorOffsets } from './runtime/connector-offsets.ts';
 import type { OffsetsDeps } from './runtime/connector-offsets.ts';
-import { validateConfig, validateForWrite } from './runtime/connector-validation.ts';
+import { checkStartConfig, validateConfig, validateForWrite } from './runtime/connector-validation.ts';
 import type { ValidationDeps } from './runtime/connector-validation.ts';
 import { catalogProbe } from './runtime/catalog-probe.ts';
 import { LoggerLevels, LogLevelTracker } from './runtime/loggers.ts';
@@ -504,15 +504,13 @@ async function serveRest(herder: StandaloneHerder, worker: WorkerConfig, log: Lo
 }
 
 /** What validation's catalog probe opens: the catalog with one quick try, closed with its store. */
-function probeTarget(c: CatalogConfig): { listNamespaces(): Promise<unknown>; close(): Promise<void> } {
+function probeTarget(c: CatalogConfig): Pick<Catalog, 'listNamespaces' | 'tableExists' | 'close'> {
   const store = objectStore(c);
   const catalog = catalogFor(c, store, true);
   return {
     listNamespaces: () => catalog.listNamespaces(),
-    async close() {
-      await catalog.close().catch(() => undefined);
-      await store.close().catch(() => undefined);
-    },
+    tableExists: (id) => catalog.tableExists(id),
+    close: () => catalog.close().catch(() => undefined).then(() => store.close()).catch(() => undefined),
   };
 }
 
@@ -614,6 +612,7 @@ async function runWorker(options: StandaloneOptions, mode: 'standalone' | 'distr
       if (cluster !== undefined) sharedCatalogOnly(parse(raw));
     },
     parse,
+    checkStart: (raw) => checkStartConfig(raw, validation),
     offsets: herderOffsets(worker, settings, log),
     tables: herderTables(settings, log),
     plugins: { plugins: (only) => plugins.plugins(only), pluginConfig: (p) => plugins.pluginConfig(p), validate: (p, c) => validateConfig(p, c, validation) },

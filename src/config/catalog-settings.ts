@@ -45,7 +45,7 @@ function catalogType(p: ParsedConfig, props: Readonly<Record<string, string>>, k
   if (rawType === 'rest') return 'rest';
   if (rawType === 'sql' || rawType === 'jdbc') return 'sql';
   if (rawType !== undefined) {
-    p.addError(keyOf('type'), invalidMessage(keyOf('type'), props.type ?? '', 'Icefloe supports the catalog types rest, sql and jdbc'));
+    p.addError(keyOf('type'), invalidMessage(keyOf('type'), props.type ?? '', 'Icefloe supports the catalog types rest, sql and jdbc: set it to rest for an Iceberg REST catalog, or to jdbc (or sql) for a JDBC catalog in PostgreSQL or SQLite; Icefloe has no Hive, Glue, Nessie or Hadoop client: use the Iceberg REST endpoint of the catalog if it has one'));
   } else if (impl === 'org.apache.iceberg.rest.RESTCatalog') return 'rest';
   else if (impl === 'org.apache.iceberg.jdbc.JdbcCatalog') return 'sql';
   else if (impl !== undefined) {

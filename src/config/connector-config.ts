@@ -145,6 +145,8 @@ export interface ConnectorValidation {
   readonly warnings: readonly string[];
   /** The catalog part as parsed, also when other keys are invalid (for a reachability probe). */
   readonly catalog: CatalogConfig;
+  /** The tables part as parsed, also when other keys are invalid (for the probe of the static tables). */
+  readonly tables: TablesConfig;
   /** Secret keys of the submitted map. */
   readonly secretKeys: readonly string[];
   /** `PUT /connector-plugins/{p}/config/validate`: `name` is connector.class as submitted. */
@@ -166,6 +168,7 @@ export function validateConnectorConfig(raw: Readonly<Record<string, string>>, o
     errorCount,
     warnings: parsed.warnings,
     catalog: config.catalog,
+    tables: config.tables,
     secretKeys: parsed.secretKeys(),
     configInfos: () => parsed.toConfigInfos(raw['connector.class'] ?? ''),
     summary: () => problemSummary(parsed),

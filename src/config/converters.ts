@@ -80,7 +80,10 @@ export function parseConverter(key: string, className: string, props: Readonly<R
   }
   if (kind === 'avro' || kind === 'protobuf') {
     const url = props['schema.registry.url'];
-    if (url === undefined || url.trim() === '') problem(`${key}.schema.registry.url`, missingMessage(`${key}.schema.registry.url`));
+    if (url === undefined || url.trim() === '') {
+      // Connect's missing-key text, then the fix: the converter reads every record's schema from the registry.
+      problem(`${key}.schema.registry.url`, `${missingMessage(`${key}.schema.registry.url`)} ${className} reads each record's schema from a schema registry: set ${key}.schema.registry.url to its URL (e.g. http://schema-registry:8081), or use a converter that needs none`);
+    }
     else {
       schemaRegistryUrls = url.split(',').map((u) => u.trim()).filter((u) => u !== '');
       const bad = schemaRegistryUrls.find((u) => !/^https?:\/\/[^\s/]+/.test(u));

@@ -123,8 +123,13 @@ export function tablesConfig(p: ParsedConfig): TablesConfig {
   const dynamic = p.boolean('iceberg.tables.dynamic-enabled') ?? false;
   const routeField = p.string('iceberg.tables.route-field');
   const hasStatic = staticTables.length > 0;
-  if (hasStatic && dynamic) p.addError('iceberg.tables', MESSAGES.staticAndDynamic);
-  if (dynamic && (routeField === null || routeField === '')) p.addError('iceberg.tables.route-field', MESSAGES.noRouteField);
+  // Java's texts first (searchable), then the value and the fix.
+  if (hasStatic && dynamic) {
+    p.addError('iceberg.tables', invalidMessage('iceberg.tables', staticTables.join(','), `${MESSAGES.staticAndDynamic}: iceberg.tables.dynamic-enabled=true routes each record to the table its route field names. Remove iceberg.tables for dynamic routing, or set iceberg.tables.dynamic-enabled=false to write to the listed tables`));
+  }
+  if (dynamic && (routeField === null || routeField === '')) {
+    p.addError('iceberg.tables.route-field', `${MESSAGES.noRouteField} (iceberg.tables.dynamic-enabled=true): set iceberg.tables.route-field to the record field whose value names the table (namespace.table), or turn dynamic routing off and list the tables in iceberg.tables`);
+  }
   if (!hasStatic && !dynamic) p.addError('iceberg.tables', MESSAGES.noTables);
   const perTable = perTableSettings(p, staticTables, dynamic);
   const defaultPartitionBy = p.string('iceberg.tables.default-partition-by') ?? '';

@@ -57,8 +57,13 @@ export function splitPartitionBy(text: string): string[] {
   return out.length === 1 && out[0] === '' ? [] : out;
 }
 
+/** The grammar, so that every syntax problem also says what a valid value looks like. */
+const GRAMMAR = 'write comma-separated terms col, identity(col), year|month|day|hour(col), bucket(col, N), truncate(col, W), e.g. "bucket(id, 16), day(ts)"';
+
 function fail(message: string, term?: string): never {
-  throw new ConfigError(message, term === undefined ? {} : { context: { term } });
+  // An unknown transform's message lists the transforms already.
+  const withFix = message.includes('unknown transform') ? message : `${message}; ${GRAMMAR}`;
+  throw new ConfigError(withFix, term === undefined ? {} : { context: { term } });
 }
 
 function balanced(text: string): boolean {

@@ -14,27 +14,38 @@
  * Config provider references (`${env:...}`) are resolved for validation inside the worker only: the
  * answer shows the submitted `${...}` text for those keys, and no message carries a resolved value.
  *
- * Decision: the catalog probe runs for `validate` (a user asking wants to know) but not, by default,
+ * Decision: an unreachable catalog is an error for `validate` (a user asking wants to know) but not
  * before a create or update: an outage of the catalog must not block a config change (Strimzi would
- * retry the PUT forever); a task then reports the unreachable catalog in its status.
+ * retry the PUT forever); a task then reports the unreachable catalog in its status. What a catalog
+ * that answers says is no outage: the static tables a record would be written to must exist unless
+ * auto-create is on (or `icefloe.tables.unrouted=skip` says such records are skipped), so a missing one
+ * is an error on `iceberg.tables` for validate, create and update alike. Before a write the probe runs
+ * only when there is such a table to look up, and an unanswered probe then passes.
  *
  * Must not: change the map it was given, or put a secret in an answer or a message.
  */
-import { RequestRefused, errorMessage } from '../core/errors.ts';
-import { HIDDEN, isSecretKey, missingMessage, redactUserInfo } from '../config/config-def.ts';
+import { ConfigError, RequestRefused, errorMessage } from '../core/errors.ts';
+import { HIDDEN, invalidMessage, isSecretKey, missingMessage, redactUserInfo } from '../config/config-def.ts';
 import type { ConfigInfos, ConfigKeyInfo } from '../config/config-def.ts';
-import type { CatalogConfig } from '../config/connector-config.ts';
-import { CONNECTOR_CONFIG_DEF, validateConnectorConfig } from '../config/connector-config.ts';
-import { NO_PROVIDERS, resolveConfigDetailed } from '../config/config-providers.ts';
+import type { CatalogConfig, TablesConfig } from '../config/connector-config.ts';
+import { CONNECTOR_CONFIG_DEF, parseConnectorConfig, validateConnectorConfig } from '../config/connector-config.ts';
+import { NO_PROVIDERS, resolveConfig, resolveConfigDetailed } from '../config/config-providers.ts';
 import type { ConfigProviders } from '../config/config-providers.ts';
 import type { ConnectorPlugins } from './connector-plugins.ts';
 import { icefloeChecks } from './icefloe-checks.ts';
 
+/** The catalog answered, and these of the tables asked about do not exist (as written in iceberg.tables). */
+export interface MissingTables {
+  readonly missingTables: readonly string[];
+}
+
 /**
- * Whether the catalog answers, given the connector's parsed catalog settings: undefined when it does,
- * else why not (no secrets: the text reaches the REST answer). Stop when `signal` aborts.
+ * Whether the catalog answers, given the connector's parsed catalog settings, and which of `tables`
+ * (`namespace.table`, as in iceberg.tables) it does not hold: undefined when it answers and holds them
+ * all, MissingTables when some are missing, else why it cannot be used (no secrets: the text reaches
+ * the REST answer). Stop when `signal` aborts.
  */
-export type CatalogProbe = (catalog: CatalogConfig, signal: AbortSignal) => Promise<string | undefined>;
+export type CatalogProbe = (catalog: CatalogConfig, signal: AbortSignal, tables: readonly string[]) => Promise<string | MissingTables | undefined>;
 
 /** How long the catalog probe may take: validate must answer well under the 10 s clients allow. */
 export const DEFAULT_PROBE_TIMEOUT_MS = 4_000;
@@ -140,8 +151,8 @@ function addAliasGroups(infos: ConfigInfos, config: Readonly<Record<string, stri
   }
 }
 
-/** Runs the probe, time-boxed; the problem text, or undefined when the catalog answered. */
-async function probeCatalog(probe: CatalogProbe, catalog: CatalogConfig, timeoutMs: number): Promise<string | undefined> {
+/** Runs the probe, time-boxed; the problem text, the missing tables, or undefined when all is well. */
+async function probeCatalog(probe: CatalogProbe, catalog: CatalogConfig, tables: readonly string[], timeoutMs: number): Promise<string | MissingTables | undefined> {
   const abort = new AbortController();
   let timer: NodeJS.Timeout | undefined;
   const timeout = new Promise<string>((resolve) => {
@@ -151,7 +162,7 @@ async function probeCatalog(probe: CatalogProbe, catalog: CatalogConfig, timeout
     }, timeoutMs);
   });
   try {
-    return await Promise.race([probe(catalog, abort.signal).catch((e: unknown) => errorMessage(e)), timeout]);
+    return await Promise.race([probe(catalog, abort.signal, tables).catch((e: unknown) => errorMessage(e)), timeout]);
   } finally {
     clearTimeout(timer);
   }
@@ -176,8 +187,33 @@ function hideResolved(infos: ConfigInfos, raw: Readonly<Record<string, string>>,
 }
 
 export interface ValidateOptions {
-  /** Probe the catalog (default: true for validate, false for create/update). */
+  /**
+   * Report a catalog that cannot be used as an error (default: true for validate, false for
+   * create/update, see the module header). Missing static tables are reported either way.
+   */
   readonly probeCatalog?: boolean;
+}
+
+/**
+ * The static tables that must exist before a record is written: those records are routed to (every
+ * listed table, or with route-regexes the tables that have one), when auto-create is off and an
+ * unknown table fails the task (`icefloe.tables.unrouted=fail`). None when a table key is already at
+ * fault: its own error says more than a lookup would.
+ */
+function tablesThatMustExist(t: TablesConfig, errorKeys: Iterable<string>): string[] {
+  if (t.autoCreate || t.unrouted === 'skip') return [];
+  if ([...errorKeys].some((k) => k.startsWith('iceberg.tables') || k.startsWith('iceberg.table.'))) return [];
+  const routing = t.routing;
+  const tables = routing.kind === 'all' ? routing.tables : routing.kind === 'regex' ? routing.routes.map((r) => r.table) : [];
+  return [...new Set(tables)];
+}
+
+/** The error on iceberg.tables for tables the catalog does not hold: the key, its value, the tables, and the fixes. */
+export function missingTablesMessage(raw: string, missing: readonly string[], catalogUri: string): string {
+  const which = missing.length === 1 ? `the table ${missing[0] ?? ''} does not` : `the tables ${missing.join(', ')} do not`;
+  return invalidMessage('iceberg.tables', raw, `${which} exist in the catalog at ${redactUserInfo(catalogUri)}, and iceberg.tables.auto-create-enabled is false. ` +
+    `Create ${missing.length === 1 ? 'it' : 'them'} in the catalog, or set iceberg.tables.auto-create-enabled=true (the connector then creates ${missing.length === 1 ? 'it' : 'them'} from the records' schema), or correct the name; ` +
+    'only if records for a missing table should be dropped, set icefloe.tables.unrouted=skip');
 }
 
 /** The ConfigInfos of a config whose connector type is already known to be ours. */
@@ -195,11 +231,17 @@ async function infosFor(config: Readonly<Record<string, string>>, deps: Validati
   for (const problem of resolution.problems) addError(infos, problem.key, problem.message, config[problem.key] ?? null);
   addAliasGroups(infos, resolution.config);
   const catalogErrors = [...v.errors.keys(), ...failed].some((k) => k.startsWith('iceberg.catalog'));
-  if (probe && deps.catalogProbe !== undefined && !catalogErrors) {
-    const problem = await probeCatalog(deps.catalogProbe, v.catalog, deps.probeTimeoutMs ?? DEFAULT_PROBE_TIMEOUT_MS);
-    if (problem !== undefined) {
+  const tables = tablesThatMustExist(v.tables, [...v.errors.keys(), ...failed]);
+  if ((probe || tables.length > 0) && deps.catalogProbe !== undefined && !catalogErrors) {
+    const answer = await probeCatalog(deps.catalogProbe, v.catalog, tables, deps.probeTimeoutMs ?? DEFAULT_PROBE_TIMEOUT_MS);
+    if (typeof answer === 'string' && probe) {
       const key = v.catalog.fromWorker ? 'iceberg.catalog' : 'iceberg.catalog.uri';
-      addError(infos, key, `The catalog at ${redactUserInfo(v.catalog.uri)} cannot be used: ${redactUserInfo(problem)}`, config[key] ?? null);
+      const fix = v.catalog.fromWorker
+        ? 'check the worker\'s catalog settings (or set iceberg.catalog.* here) and that the catalog is running'
+        : 'check iceberg.catalog.uri, the catalog\'s credentials, and that the catalog is running';
+      addError(infos, key, `The catalog at ${redactUserInfo(v.catalog.uri)} cannot be used: ${redactUserInfo(answer)}; ${fix}`, config[key] ?? null);
+    } else if (typeof answer === 'object' && answer.missingTables.length > 0) {
+      addError(infos, 'iceberg.tables', missingTablesMessage(resolution.config['iceberg.tables'] ?? '', answer.missingTables, v.catalog.uri), config['iceberg.tables'] ?? null);
     }
   }
   hideResolved(infos, config, resolution.referencedKeys, resolution.resolvedValues());
@@ -231,4 +273,24 @@ export async function validateForWrite(config: Readonly<Record<string, string>>,
   const infos = await infosFor(config, deps, options.probeCatalog ?? false);
   if (infos.error_count > 0) throw new RequestRefused('bad-request', invalidConfigMessage(infos));
   return infos;
+}
+
+/**
+ * A config given on the command line (`icefloe standalone`'s connector files), before the worker starts
+ * it: the checks of a create (Java's, Icefloe's, the static tables when the catalog answers), refused
+ * with one ConfigError in the command's one-line form (`connector <name>: N configuration error(s): ...`).
+ * An unanswered probe passes: that is an outage, which the task rides out and names in its status.
+ */
+export async function checkStartConfig(raw: Readonly<Record<string, string>>, deps: ValidationDeps): Promise<void> {
+  const config = parseConnectorConfig(resolveConfig(raw, deps.providers ?? NO_PROVIDERS), {
+    ...(deps.defaultCatalog === undefined ? {} : { defaultCatalog: deps.defaultCatalog }),
+    ...(deps.strict === false ? {} : { extraChecks: icefloeChecks }),
+  });
+  const tables = tablesThatMustExist(config.tables, []);
+  if (tables.length === 0 || deps.catalogProbe === undefined) return;
+  const answer = await probeCatalog(deps.catalogProbe, config.catalog, tables, deps.probeTimeoutMs ?? DEFAULT_PROBE_TIMEOUT_MS);
+  if (typeof answer !== 'object' || answer.missingTables.length === 0) return;
+  // The value as given, never one a config provider resolved.
+  const message = missingTablesMessage(raw['iceberg.tables'] ?? '', answer.missingTables, config.catalog.uri);
+  throw new ConfigError(`connector ${config.name}: 1 configuration error(s): ${message}`, { context: { connector: config.name, errors: { 'iceberg.tables': [message] } } });
 }

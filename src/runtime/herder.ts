@@ -113,6 +113,12 @@ export interface HerderDeps {
   checkConfig(config: Readonly<Record<string, string>>): Promise<void>;
   /** Resolves config providers and parses a stored config for running (throws ConfigError). */
   parse(config: Readonly<Record<string, string>>): ConnectorConfig;
+  /**
+   * A config from the command line (the standalone worker's connector files), before it is stored:
+   * throws a ConfigError naming every key at fault, with the same checks and messages as a create
+   * (default: `parse`).
+   */
+  checkStart?(config: Readonly<Record<string, string>>): Promise<void>;
   readonly offsets: OffsetsPort;
   readonly tables: TablesPort;
   readonly plugins: PluginsPort;
@@ -185,7 +191,9 @@ export class StandaloneHerder implements HerderApi {
     }
     for (const config of commandLine) {
       const name = config['name'] ?? '';
-      this.d.parse(config); // a bad file fails the worker's start (a ConfigError), as connect-standalone does
+      // A bad file fails the worker's start (a ConfigError), as connect-standalone does.
+      if (this.d.checkStart === undefined) this.d.parse(config);
+      else await this.d.checkStart(config);
       const e = this.entries.get(name);
       if (e === undefined) this.entries.set(name, this.newEntry(config, 'STARTED'));
       else e.config = config;

@@ -2,8 +2,9 @@
  * Checks the REST validation makes that the Java sink does not (it checks its rules only when a task
  * starts, and some never: a bad partition spec or an inconsistent routing becomes a FAILED task, or
  * records that land nowhere). Each problem is an error on the key at fault, in Connect's
- * `Invalid value <v> for configuration <key>: <problem>` form, so `validate` shows it and create/update
- * refuse the config (reference/connect-rest.md §1.4 "Validate vs create", §6 decision 2: strict).
+ * `Invalid value <v> for configuration <key>: <problem>` form, so `validate` shows it, create/update
+ * refuse the config, and `icefloe standalone` refuses to start with it (app.ts `checkStart`)
+ * (reference/connect-rest.md §1.4 "Validate vs create", §6 decision 2: strict).
  *
  * What is knowable without a table: the partition-by terms against each other (Iceberg refuses two
  * terms that are redundant or would get the same partition field name) and against the Kafka metadata

@@ -22,7 +22,7 @@ function cliError(w: WorkerProcess): string {
 }
 
 function connector(config: Record<string, string> = {}): { name: string; config: Record<string, string> } {
-  return sinkConnector({ name: unique('e2e-first-hour'), topics: unique('e2e-first-hour'), controlTopic: unique('e2e-first-hour-control'), config: { ...SCHEMALESS_JSON, 'iceberg.tables': `${uniqueIdent('e2e')}.t`, ...config } });
+  return sinkConnector({ name: unique('e2e-first-hour'), topics: unique('e2e-first-hour'), controlTopic: unique('e2e-first-hour-control'), config: { ...SCHEMALESS_JSON, 'iceberg.tables': `${uniqueIdent('e2e')}.t`, 'iceberg.tables.auto-create-enabled': 'true', ...config } });
 }
 
 test('unreachable Kafka: the message names bootstrap.servers and the cause (refused, unknown host, TLS against a plaintext listener)', { timeout: TIMEOUT }, async (t) => {
@@ -70,17 +70,19 @@ test('a misspelled key: the error names it with the key it meant, once; exit 2 b
   }
 });
 
+// A static table (iceberg.tables) that is missing is refused before the worker starts (config-errors.test.ts);
+// a table a record names through dynamic routing is known missing only when the record comes.
 test('a missing table with auto-create off: the failure names the record, the table, its missing namespace, and auto-create first', { timeout: TIMEOUT }, async (t) => {
   const res = await e2eResources(t);
   const topic = unique('e2e-first-hour-missing');
   const ns = uniqueIdent('e2e_missing');
   res.topics.push(topic);
-  const [at] = await produceJson(topic, 1, [{ partition: 0, value: { id: 1 } }]);
+  const [at] = await produceJson(topic, 1, [{ partition: 0, value: { id: 1, target: `${ns}.orders` } }]);
   const c = sinkConnector({
     name: unique('e2e-first-hour-missing'),
     topics: topic,
     controlTopic: unique('e2e-first-hour-control'),
-    config: { ...SCHEMALESS_JSON, 'iceberg.tables': `${ns}.orders`, 'iceberg.tables.auto-create-enabled': 'false' },
+    config: { ...SCHEMALESS_JSON, 'iceberg.tables.dynamic-enabled': 'true', 'iceberg.tables.route-field': 'target', 'iceberg.tables.auto-create-enabled': 'false' },
   });
   res.topics.push(c.config['iceberg.control.topic'] as string);
   const w = startWorker({ worker: PROCESS_WORKER, connectors: [c] });

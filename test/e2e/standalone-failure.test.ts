@@ -8,7 +8,8 @@
  * (b) iceberg.tables.default-partition-by naming a column that is not there: exits 1, naming the table, the
  *     column and the key to fix;
  * (c) a table that does not exist, auto-create off (and --exit-on-failure given): exits 1 naming the table
- *     and the record;
+ *     and the record (a table named by the record through dynamic routing: a static one is refused before
+ *     the worker starts, test/e2e/config-errors.test.ts);
  * (d) two connectors, one failing for good and one running: the worker stays up; SIGTERM then exits 1
  *     with the failed task in the summary (a supervisor must see it);
  * (e) a task process killed at a crash point (retriable): restarted, the worker does not exit, every
@@ -51,6 +52,9 @@ function summary(w: WorkerProcess): { head: string; lines: string[] } {
   }
   return { head: w.lines[at] as string, lines };
 }
+
+/** Each record names its table (`target`), auto-create off: a missing table fails the task when a record comes. */
+const DYNAMIC = { 'iceberg.tables.dynamic-enabled': 'true', 'iceberg.tables.route-field': 'target' } as const;
 
 const escape = (s: string): string => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
 
@@ -128,11 +132,11 @@ test('(c) a table that does not exist with auto-create off: the worker exits 1 n
   const control = unique('sa-control');
   const table = `${uniqueIdent('e2e_sa')}.absent`;
   res.topics.push(topic, control);
-  const [first] = await produceJson(topic, 1, [{ partition: 0, value: { id: 1 } }, { partition: 0, value: { id: 2 } }]);
+  const [first] = await produceJson(topic, 1, [{ partition: 0, value: { id: 1, target: table } }, { partition: 0, value: { id: 2, target: table } }]);
   const w = startWorker({
     args: ['--exit-on-failure'], // the default today, said explicitly
     worker: { 'icefloe.tasks.mode': 'in-process' },
-    connectors: [sinkConnector({ name, topics: topic, controlTopic: control, config: { ...SCHEMALESS_JSON, 'iceberg.tables': table } })],
+    connectors: [sinkConnector({ name, topics: topic, controlTopic: control, config: { ...SCHEMALESS_JSON, ...DYNAMIC } })],
   });
   res.workers.push(w);
   assert.equal(await exitOnItsOwn(w), '1');
@@ -153,12 +157,12 @@ test('(d) one connector failed, another running: the worker stays up; SIGTERM ex
   res.topics.push(goodTopic, badTopic, ...controls);
   res.tables.push(goodTable);
   const produced = await produceJson(goodTopic, 1, [{ partition: 0, value: { id: 1 } }, { partition: 0, value: { id: 2 } }]);
-  const [badFirst] = await produceJson(badTopic, 1, [{ partition: 0, value: { id: 1 } }]);
+  const [badFirst] = await produceJson(badTopic, 1, [{ partition: 0, value: { id: 1, target: badTable } }]);
   const w = startWorker({
     worker: { 'icefloe.tasks.mode': 'in-process' },
     connectors: [
       sinkConnector({ name: good, topics: goodTopic, controlTopic: controls[0] as string, config: { ...SCHEMALESS_JSON, 'iceberg.tables': goodTable, 'iceberg.tables.auto-create-enabled': 'true', 'iceberg.control.commit.interval-ms': '1000' } }),
-      sinkConnector({ name: bad, topics: badTopic, controlTopic: controls[1] as string, config: { ...SCHEMALESS_JSON, 'iceberg.tables': badTable } }),
+      sinkConnector({ name: bad, topics: badTopic, controlTopic: controls[1] as string, config: { ...SCHEMALESS_JSON, ...DYNAMIC } }),
     ],
   });
   res.workers.push(w);

@@ -45,7 +45,8 @@ function open(c: CatalogConfig): ProbeTarget {
 const deps: ValidationDeps = { plugins: new ConnectorPlugins({ icefloeVersion: '0.1.0' }), catalogProbe: catalogProbe(open), probeTimeoutMs: 1_500 };
 
 function config(catalog: Record<string, string>): Record<string, string> {
-  const out: Record<string, string> = { name: 'probe', 'connector.class': 'IcebergSink', topics: 't', 'iceberg.tables': 'a.b' };
+  // Auto-create on: no table must exist (the lookup of static tables is test/e2e/config-errors.test.ts's).
+  const out: Record<string, string> = { name: 'probe', 'connector.class': 'IcebergSink', topics: 't', 'iceberg.tables': 'a.b', 'iceberg.tables.auto-create-enabled': 'true' };
   for (const [k, v] of Object.entries(catalog)) out[`iceberg.catalog.${k}`] = v;
   return out;
 }
@@ -89,7 +90,7 @@ test('a refused port is an error on iceberg.catalog.uri, answered at once', asyn
 test('a catalog that never answers is cut off by the time box', async () => {
   const port = await listening(() => undefined); // accepts, reads, never writes
   const r = await catalogErrors({ type: 'rest', uri: `http://127.0.0.1:${port}` });
-  assert.deepEqual(r.errors, [`The catalog at http://127.0.0.1:${port} cannot be used: no answer within 1500 ms`]);
+  assert.deepEqual(r.errors, [`The catalog at http://127.0.0.1:${port} cannot be used: no answer within 1500 ms; check iceberg.catalog.uri, the catalog's credentials, and that the catalog is running`]);
   assert.ok(r.ms >= 1_400 && r.ms < 3_000, `${r.ms} ms`);
 });
 
@@ -105,4 +106,19 @@ test('PostgreSQL refusing the login: an error that never shows the password', as
 
   const ok = await catalogErrors({ type: 'jdbc', uri: `jdbc:postgresql://${pg.host}${pg.pathname}`, warehouse: `file://${dir}`, 'jdbc.user': decodeURIComponent(pg.username), 'jdbc.password': decodeURIComponent(pg.password) });
   assert.deepEqual(ok.errors, []);
+});
+
+test('a JDBC catalog that answers: a static table it does not hold is an error on iceberg.tables', async () => {
+  const pg = new URL(stackEndpoints().postgresUrl);
+  await requireReachable('PostgreSQL', `${pg.hostname}:${pg.port}`);
+  const table = `probe_${process.pid}_${Date.now()}.absent`;
+  const raw = {
+    ...config({ type: 'jdbc', uri: `jdbc:postgresql://${pg.host}${pg.pathname}`, warehouse: `file://${dir}`, 'jdbc.user': decodeURIComponent(pg.username), 'jdbc.password': decodeURIComponent(pg.password) }),
+    'iceberg.tables': table,
+    'iceberg.tables.auto-create-enabled': 'false',
+  };
+  const infos = await validateConfig('IcebergSink', raw, deps);
+  const errors = infos.configs.filter((c) => c.value.errors.length > 0).map((c) => [c.value.name, c.value.errors]);
+  assert.deepEqual(errors.map(([k]) => k), ['iceberg.tables'], JSON.stringify(errors));
+  assert.match(String(errors[0]?.[1]), new RegExp(`^Invalid value ${table.replace('.', '\\.')} for configuration iceberg\\.tables: the table ${table.replace('.', '\\.')} does not exist in the catalog at jdbc:postgresql://127\\.0\\.0\\.1:\\d+/\\w+, and iceberg\\.tables\\.auto-create-enabled is false\\. Create it`));
 });

@@ -79,10 +79,11 @@ test('the Java sink\'s table rules, with its messages', () => {
   assert.deepEqual(errorsOf(noTables), { 'iceberg.tables': [MESSAGES.noTables] });
   assert.equal(MESSAGES.noTables, 'Must specify table name(s)');
   assert.deepEqual(errorsOf({ ...BASE, 'iceberg.tables.dynamic-enabled': 'true', 'iceberg.tables.route-field': 'db' }), {
-    'iceberg.tables': ['Cannot specify both static and dynamic table names'],
+    // Java's text, then the value and the fix (one message per key).
+    'iceberg.tables': ['Invalid value sales.orders for configuration iceberg.tables: Cannot specify both static and dynamic table names: iceberg.tables.dynamic-enabled=true routes each record to the table its route field names. Remove iceberg.tables for dynamic routing, or set iceberg.tables.dynamic-enabled=false to write to the listed tables'],
   });
   assert.deepEqual(errorsOf({ ...noTables, 'iceberg.tables.dynamic-enabled': 'true' }), {
-    'iceberg.tables.route-field': ['Must specify a route field if using dynamic table names'],
+    'iceberg.tables.route-field': ['Must specify a route field if using dynamic table names (iceberg.tables.dynamic-enabled=true): set iceberg.tables.route-field to the record field whose value names the table (namespace.table), or turn dynamic routing off and list the tables in iceberg.tables'],
   });
   const noCatalog = without(BASE, 'iceberg.catalog.type', 'iceberg.catalog.uri');
   assert.deepEqual(errorsOf(noCatalog), { 'iceberg.catalog': ['Must specify Iceberg catalog properties'] });
@@ -187,7 +188,7 @@ test('those keys are accepted at their default, or at a value that asks for what
 });
 
 test('partition-by: checked here (default and per table) by the grammar the spec builder uses', () => {
-  assert.match(errorsOf({ ...BASE, 'iceberg.tables.default-partition-by': 'day(ts' })['iceberg.tables.default-partition-by']?.[0] ?? '', /^Invalid value day\(ts for configuration iceberg.tables.default-partition-by: partition-by "day\(ts" has unbalanced parentheses$/);
+  assert.match(errorsOf({ ...BASE, 'iceberg.tables.default-partition-by': 'day(ts' })['iceberg.tables.default-partition-by']?.[0] ?? '', /^Invalid value day\(ts for configuration iceberg.tables.default-partition-by: partition-by "day\(ts" has unbalanced parentheses; write comma-separated terms col, identity\(col\), year\|month\|day\|hour\(col\), bucket\(col, N\), truncate\(col, W\), e\.g\. "bucket\(id, 16\), day\(ts\)"$/);
   assert.match(errorsOf({ ...BASE, 'iceberg.table.sales.orders.partition-by': 'month(ts), bucket(id)' })['iceberg.table.sales.orders.partition-by']?.[0] ?? '', /bucket takes a column/);
   assert.deepEqual(errorsOf({ ...BASE, 'iceberg.tables.default-partition-by': 'day(order_ts), bucket(16, customer_id), identity(a.b)' }), {});
 });
@@ -337,7 +338,7 @@ test('converters: connector-level classes with their own settings; unknown class
   assert.equal(c.keyConverter?.schemasEnable, false);
   assert.ok(c.secretKeys.includes('value.converter.basic.auth.user.info'));
   assert.deepEqual(errorsOf({ ...BASE, 'value.converter': 'io.confluent.connect.protobuf.ProtobufConverter' }), {
-    'value.converter.schema.registry.url': ['Missing required configuration "value.converter.schema.registry.url" which has no default value.'],
+    'value.converter.schema.registry.url': ['Missing required configuration "value.converter.schema.registry.url" which has no default value. io.confluent.connect.protobuf.ProtobufConverter reads each record\'s schema from a schema registry: set value.converter.schema.registry.url to its URL (e.g. http://schema-registry:8081), or use a converter that needs none'],
   });
   assert.match(errorsOf({ ...BASE, 'value.converter': 'com.example.Conv' })['value.converter']?.[0] ?? '', /Class com.example.Conv could not be found/);
   assert.match(errorsOf({ ...BASE, 'value.converter': 'org.apache.kafka.connect.json.JsonConverter', 'value.converter.schemas.enable': 'nope' })['value.converter.schemas.enable']?.[0] ?? '', /either true or false/);

@@ -7,7 +7,9 @@ import { configProviders, parseConfigProviders } from '../../../src/config/confi
 import type { CatalogConfig } from '../../../src/config/connector-config.ts';
 import { parseConnectorFile, parseWorkerProperties } from '../../../src/config/worker-config.ts';
 import { ConnectorPlugins } from '../../../src/runtime/connector-plugins.ts';
-import { checkConnectorType, invalidConfigMessage, validateConfig, validateForWrite } from '../../../src/runtime/connector-validation.ts';
+import { checkConnectorType, checkStartConfig, invalidConfigMessage, validateConfig, validateForWrite } from '../../../src/runtime/connector-validation.ts';
+import { catalogProbe } from '../../../src/runtime/catalog-probe.ts';
+import { parseConnectorConfig } from '../../../src/config/connector-config.ts';
 import type { CatalogProbe, ValidationDeps } from '../../../src/runtime/connector-validation.ts';
 
 const plugins = new ConnectorPlugins({ icefloeVersion: '0.1.0' });
@@ -135,7 +137,7 @@ test('Icefloe\'s checks: partition specs against each other and the metadata col
   assert.match(dynamic['iceberg.table.a.b.route-regex']?.[0] ?? '', /dynamic-enabled=true the route field's value names the table/);
   // Java's own rule stays as it was, verbatim.
   const both = errorsOf(await validateConfig('IcebergSink', { ...BASE, 'iceberg.tables.dynamic-enabled': 'true', 'iceberg.tables.route-field': 't' }, deps));
-  assert.deepEqual(both['iceberg.tables'], ['Cannot specify both static and dynamic table names']);
+  assert.match(both['iceberg.tables']?.[0] ?? '', /^Invalid value sales\.orders for configuration iceberg\.tables: Cannot specify both static and dynamic table names: /);
 
   // strict=false: Java's checks only.
   const lax = await validateConfig('IcebergSink', { ...BASE, 'iceberg.tables.default-partition-by': 'day(ts), hour(ts)' }, { ...deps, strict: false });
@@ -159,22 +161,22 @@ test('the catalog probe: an unreachable catalog is an error on its key; time-box
     return 'connect ECONNREFUSED 127.0.0.1:8181';
   };
   const errors = errorsOf(await validateConfig('IcebergSink', BASE, { ...deps, catalogProbe: down }));
-  assert.deepEqual(errors['iceberg.catalog.uri'], ['The catalog at http://127.0.0.1:8181 cannot be used: connect ECONNREFUSED 127.0.0.1:8181']);
+  assert.deepEqual(errors['iceberg.catalog.uri'], ['The catalog at http://127.0.0.1:8181 cannot be used: connect ECONNREFUSED 127.0.0.1:8181; check iceberg.catalog.uri, the catalog\'s credentials, and that the catalog is running']);
   assert.equal(calls[0]?.uri, 'http://127.0.0.1:8181');
 
   const fromWorker = errorsOf(await validateConfig('IcebergSink', { name: 'o', 'connector.class': 'IcebergSink', topics: 't', 'iceberg.tables': 'a.b' }, { ...deps, defaultCatalog: { type: 'rest', uri: 'http://cat:1' }, catalogProbe: down }));
-  assert.match(fromWorker['iceberg.catalog']?.[0] ?? '', /^The catalog at http:\/\/cat:1 cannot be used/);
+  assert.match(fromWorker['iceberg.catalog']?.[0] ?? '', /^The catalog at http:\/\/cat:1 cannot be used: .*; check the worker's catalog settings/);
 
   let aborted = false;
   const hangs: CatalogProbe = (_c, signal) => new Promise((resolve) => signal.addEventListener('abort', () => { aborted = true; resolve(undefined); }));
   const started = Date.now();
   const slow = errorsOf(await validateConfig('IcebergSink', BASE, { ...deps, catalogProbe: hangs, probeTimeoutMs: 100 }));
   assert.ok(Date.now() - started < 2_000);
-  assert.deepEqual(slow['iceberg.catalog.uri'], ['The catalog at http://127.0.0.1:8181 cannot be used: no answer within 100 ms']);
+  assert.match(slow['iceberg.catalog.uri']?.[0] ?? '', /^The catalog at http:\/\/127\.0\.0\.1:8181 cannot be used: no answer within 100 ms; /);
   assert.ok(aborted, 'the probe is told to stop');
 
   const thrown = errorsOf(await validateConfig('IcebergSink', BASE, { ...deps, catalogProbe: async () => { throw new Error('HTTP 401 from http://u:pw@cat'); } }));
-  assert.deepEqual(thrown['iceberg.catalog.uri'], ['The catalog at http://127.0.0.1:8181 cannot be used: HTTP 401 from http://u:[hidden]@cat']);
+  assert.match(thrown['iceberg.catalog.uri']?.[0] ?? '', /^The catalog at http:\/\/127\.0\.0\.1:8181 cannot be used: HTTP 401 from http:\/\/u:\[hidden\]@cat; /);
 
   // A value shown beside an error never shows a password or a secret key's value.
   const withPassword = await validateConfig('IcebergSink', { ...BASE, 'iceberg.catalog.type': 'jdbc', 'iceberg.catalog.uri': 'jdbc:postgresql://u:pw-secret@db/x', 'iceberg.catalog.warehouse': 'file:///w', 'iceberg.catalog.jdbc.password': 'jdbc-secret' }, { ...deps, catalogProbe: down });
@@ -189,8 +191,12 @@ test('the catalog probe: an unreachable catalog is an error on its key; time-box
   calls.length = 0;
   assert.equal((await validateConfig('IcebergSink', BASE, { ...deps, catalogProbe: async () => undefined })).error_count, 0);
   await validateConfig('IcebergSink', { ...BASE, 'iceberg.catalog.uri': 'not-a-url' }, { ...deps, catalogProbe: down });
+  assert.equal(calls.length, 0, 'no probe for a wrong catalog');
+  // Before a write an unreachable catalog is an outage, not an error: the write passes.
+  await validateForWrite({ ...BASE, 'iceberg.tables.auto-create-enabled': 'true' }, { ...deps, catalogProbe: down });
+  assert.equal(calls.length, 0, 'no probe before a write when no table must exist');
   await validateForWrite(BASE, { ...deps, catalogProbe: down });
-  assert.equal(calls.length, 0, 'no probe for a wrong catalog, none before a write');
+  assert.equal(calls.length, 1, 'the probe looks up the static tables, and its outage passes');
 });
 
 test('config provider references: resolved for validation, shown as submitted, never a resolved value in the answer', async () => {
@@ -208,7 +214,7 @@ test('config provider references: resolved for validation, shown as submitted, n
   const errors = errorsOf(infos);
   assert.deepEqual(errors['tasks.max'], ['Invalid value ${env:TASKS} for configuration tasks.max: Not a number of type INT']);
   assert.deepEqual(errors['iceberg.control.topic'], ['iceberg.control.topic: cannot resolve ${env:UNSET}: environment variable UNSET is not set']);
-  assert.deepEqual(errors['iceberg.catalog.uri'], ['The catalog at [hidden] cannot be used: refused by [hidden]']);
+  assert.match(errors['iceberg.catalog.uri']?.[0] ?? '', /^The catalog at \[hidden\] cannot be used: refused by \[hidden\]; /);
   assert.equal(infos.configs.find((c) => c.value.name === 'tasks.max')?.value.value, '${env:TASKS}');
   // Without providers a reference is an error on its key, not literal text sent to a catalog.
   const none = errorsOf(await validateConfig('IcebergSink', { ...BASE, 'iceberg.catalog.token': '${env:TOKEN}' }, deps));
@@ -225,4 +231,61 @@ test('invalidConfigMessage lists every error in answer order, N counting each', 
     ],
   };
   assert.equal(invalidConfigMessage(infos), 'Connector configuration is invalid and contains the following 3 error(s):\ne1\ne2\ne3\nYou can also find the above list of errors at the endpoint `/connector-plugins/{connectorType}/config/validate`');
+});
+
+test('static tables the catalog does not hold: one error on iceberg.tables naming them, for validate, create and the command line', async () => {
+  const asked: string[][] = [];
+  const holds = new Set(['sales.orders']);
+  const probe: CatalogProbe = async (_c, _s, tables) => {
+    asked.push([...tables]);
+    const missingTables = tables.filter((t) => !holds.has(t));
+    return missingTables.length === 0 ? undefined : { missingTables };
+  };
+  const withProbe = { ...deps, catalogProbe: probe };
+  const config = { ...BASE, 'iceberg.tables': 'sales.orders,sales.returns,sales.refunds' };
+  const message = 'Invalid value sales.orders,sales.returns,sales.refunds for configuration iceberg.tables: the tables sales.returns, sales.refunds do not exist in the catalog at http://127.0.0.1:8181, and iceberg.tables.auto-create-enabled is false. ' +
+    'Create them in the catalog, or set iceberg.tables.auto-create-enabled=true (the connector then creates them from the records\' schema), or correct the name; only if records for a missing table should be dropped, set icefloe.tables.unrouted=skip';
+  const infos = await validateConfig('IcebergSink', config, withProbe);
+  assert.deepEqual(errorsOf(infos), { 'iceberg.tables': [message] });
+  assert.equal(infos.error_count, 1);
+  assert.deepEqual(asked.at(-1), ['sales.orders', 'sales.returns', 'sales.refunds']);
+  await assert.rejects(validateForWrite(config, withProbe), refused('bad-request', `Connector configuration is invalid and contains the following 1 error(s):\n${message}\nYou can also find the above list of errors at the endpoint \`/connector-plugins/{connectorType}/config/validate\``));
+  await assert.rejects(checkStartConfig(config, withProbe), (e: Error) => e.name === 'ConfigError' && e.message === `connector orders: 1 configuration error(s): ${message}`);
+  await checkStartConfig(BASE, withProbe);
+  await checkStartConfig(config, { ...deps, catalogProbe: async () => 'ECONNREFUSED' }); // an outage passes
+  // Icefloe's own checks apply at the command line too, not only Java's.
+  await assert.rejects(checkStartConfig({ ...BASE, 'iceberg.table.sales.orders.route-regex': 'o' }, withProbe), /route-regex: iceberg\.tables\.route-field is not set/);
+
+  // With route-regexes only the tables that receive records must exist.
+  asked.length = 0;
+  await validateConfig('IcebergSink', { ...config, 'iceberg.tables.route-field': 'kind', 'iceberg.table.sales.orders.route-regex': 'o', 'iceberg.table.sales.returns.route-regex': 'r' }, withProbe);
+  assert.deepEqual(asked, [['sales.orders', 'sales.returns']]);
+  // No lookup when a missing table is created, skipped on purpose, or named by the records.
+  asked.length = 0;
+  for (const more of [{ 'iceberg.tables.auto-create-enabled': 'true' }, { 'icefloe.tables.unrouted': 'skip' }]) {
+    assert.equal((await validateForWrite({ ...config, ...more }, withProbe)).error_count, 0);
+    assert.equal((await validateConfig('IcebergSink', { ...config, ...more }, withProbe)).error_count, 0);
+  }
+  await validateConfig('IcebergSink', { ...BASE, 'iceberg.tables': '', 'iceberg.tables.dynamic-enabled': 'true', 'iceberg.tables.route-field': 't' }, withProbe);
+  assert.ok(asked.every((t) => t.length === 0), JSON.stringify(asked));
+});
+
+test('the catalog probe asks the catalog about each table and reports those it does not hold', async () => {
+  const looked: string[] = [];
+  let closed = 0;
+  const probe = catalogProbe(() => ({
+    listNamespaces: async () => [],
+    tableExists: async (id) => {
+      looked.push([...id.namespace, id.name].join('.'));
+      return id.name !== 'gone';
+    },
+    close: async () => void closed++,
+  }));
+  const catalog = parseConnectorConfig(BASE).catalog;
+  assert.deepEqual(await probe(catalog, new AbortController().signal, ['a.b.gone', 'a.here', 'noNamespace']), { missingTables: ['a.b.gone'] });
+  assert.deepEqual(looked, ['a.b.gone', 'a.here'], 'a name that is no identifier is left to the config checks');
+  assert.equal(await probe(catalog, new AbortController().signal, ['a.here']), undefined);
+  const down = catalogProbe(() => ({ listNamespaces: async () => { throw new Error('ECONNREFUSED'); }, tableExists: async () => true, close: async () => undefined }));
+  assert.equal(await down(catalog, new AbortController().signal, ['a.b']), 'ECONNREFUSED');
+  assert.equal(closed, 2);
 });
