@@ -44,6 +44,8 @@ import { SchemeRouterStore } from './upload/scheme-router.ts';
 import { S3ObjectStore } from './upload/s3/store.ts';
 import { ConnectorCommitter } from './coordinate/committer.ts';
 import { prepareControlTopic, prepareDeadLetterTopic } from './app/topics.ts';
+import { replayDeadLetters, replayGroup } from './runtime/dead-letter-replay.ts';
+import type { DeadLetterReplayReport } from './runtime/dead-letter-replay.ts';
 import { armCrashPoints } from './core/crash-points.ts';
 export { parseCrashSpec } from './core/crash-points.ts';
 import type { CrashPoints, CrashSpec } from './core/crash-points.ts';
@@ -329,11 +331,16 @@ async function withConnectorTools<T>(
   options: { readonly workerPropertiesPath: string; readonly connectorPath: string; readonly cwd: string; readonly logEnvironment?: LogEnvironment },
   run: (deps: { connector: ConnectorConfig; admin: ConfluentKafkaAdmin; catalog: Catalog; store: ObjectStore; log: Logger }) => Promise<T>,
 ): Promise<T> {
+  const { worker, log, connector } = loadToolFiles(options);
+  return withConnectorClients(workerKafkaSettings(worker, worker.adminProps), connector, (c) => run({ connector, ...c, log }));
+}
+
+/** A tool's worker properties and connector file, and a logger for warnings. */
+function loadToolFiles(options: { readonly workerPropertiesPath: string; readonly connectorPath: string; readonly cwd: string; readonly logEnvironment?: LogEnvironment }): { worker: WorkerConfig; log: Logger; connector: ConnectorConfig } {
   const worker = parseWorkerProperties(readFileSync(resolvePath(options.cwd, options.workerPropertiesPath), 'utf8'), { baseDir: options.cwd });
   const log = createLogger('warn', {}, resolveLogOutput(worker.logFormat, options.logEnvironment ?? PLAIN_ENVIRONMENT));
   const file = parseConnectorFile(readFileSync(resolvePath(options.cwd, options.connectorPath), 'utf8'), options.connectorPath);
-  const connector = parseConnectorConfig(file.config, worker.defaultCatalogProps === undefined ? {} : { defaultCatalog: worker.defaultCatalogProps });
-  return withConnectorClients(workerKafkaSettings(worker, worker.adminProps), connector, (c) => run({ connector, ...c, log }));
+  return { worker, log, connector: parseConnectorConfig(file.config, worker.defaultCatalogProps === undefined ? {} : { defaultCatalog: worker.defaultCatalogProps }) };
 }
 
 /** The clients a table or offsets operation on one connector needs: its admin client, catalog and store, closed afterwards. */
@@ -363,6 +370,34 @@ export interface ReplayCommandOptions {
 /** `icefloe replay`: roll a table back to a snapshot and the connector's offsets with it (coordinate/replay.ts). */
 export function runReplay(options: ReplayCommandOptions): Promise<ReplayReport> {
   return withConnectorTools(options, (deps) => replayTable(deps, options.table, options.snapshotId));
+}
+
+export interface DeadLetterReplayOptions {
+  readonly workerPropertiesPath: string;
+  readonly connectorPath: string;
+  readonly cwd: string;
+  readonly toTopic?: string;
+  readonly dryRun: boolean;
+  /** ICEFLOE_LOG_FORMAT, NO_COLOR and whether stderr is a terminal (core/log-format.ts); default: none, not a terminal. */
+  readonly logEnvironment?: LogEnvironment;
+}
+
+/** `icefloe dead-letters replay`: the dead-letter topic's records back to their topics, exactly once (runtime/dead-letter-replay.ts). */
+export async function runDeadLetterReplay(options: DeadLetterReplayOptions): Promise<DeadLetterReplayReport> {
+  const { worker, log, connector } = loadToolFiles(options);
+  const settings = workerKafkaSettings(worker, {});
+  const group = replayGroup(connector.name);
+  const admin = await ConfluentKafkaAdmin.connect({ settings: { ...settings, ...worker.adminProps }, overrides: connector.adminOverrides });
+  const consumer = { ...settings, ...worker.consumerProps, 'isolation.level': 'read_committed', 'auto.offset.reset': 'earliest' };
+  const source = await ConfluentKafkaSource.connect({ settings: consumer, overrides: {}, groupId: group, clientId: group, log });
+  const producer = await ConfluentTransactionalProducer.connect({ settings: { ...settings, ...worker.producerProps }, overrides: connector.producerOverrides, transactionalId: group, clientId: group });
+  try {
+    return await replayDeadLetters({ connector, admin, source, producer, ...(options.toTopic === undefined ? {} : { toTopic: options.toTopic }), dryRun: options.dryRun, log });
+  } finally {
+    await source.close().catch(() => undefined);
+    await producer.close().catch(() => undefined);
+    await admin.close().catch(() => undefined);
+  }
 }
 
 export interface StandaloneOptions {

@@ -219,6 +219,31 @@ async function replay(args: readonly string[]): Promise<number> {
   return 0;
 }
 
+/** `icefloe dead-letters replay`: prints the report as JSON; exit 2 on a usage or configuration error. */
+async function deadLetters(args: readonly string[]): Promise<number> {
+  const [sub, ...rest0] = args;
+  let toTopic: string | undefined;
+  let dryRun = false;
+  const rest: string[] = [];
+  for (let i = 0; i < rest0.length; i++) {
+    const a = rest0[i] as string;
+    if (a === '--to-topic') toTopic = rest0[++i];
+    else if (a.startsWith('--to-topic=')) toTopic = a.slice('--to-topic='.length);
+    else if (a === '--dry-run') dryRun = true;
+    else if (!a.startsWith('--')) rest.push(a);
+    else throw new ConfigError(`unknown option ${a}`);
+  }
+  const [workerFile, connectorFile, ...extra] = rest;
+  if (sub !== 'replay' || workerFile === undefined || connectorFile === undefined || extra.length > 0 || toTopic === '') {
+    process.stderr.write('usage: icefloe dead-letters replay WORKER.properties CONNECTOR.json [--to-topic TOPIC] [--dry-run]\n');
+    return 2;
+  }
+  const { runDeadLetterReplay } = await import('./app.ts');
+  const report = await runDeadLetterReplay({ workerPropertiesPath: workerFile, connectorPath: connectorFile, cwd: process.cwd(), ...(toTopic === undefined ? {} : { toTopic }), dryRun, logEnvironment: logEnvironment() });
+  console.log(JSON.stringify(report, null, 2));
+  return 0;
+}
+
 /** Our errors carry a message meant for the user; anything else is a bug, so its stack is shown. */
 function report(command: string, e: unknown): number {
   const text = e instanceof IcefloeError ? e.message : e instanceof Error ? (e.stack ?? e.message) : String(e);
@@ -275,6 +300,12 @@ async function main(argv: readonly string[]): Promise<number> {
     case 'replay':
       try {
         return await replay(rest);
+      } catch (e) {
+        return report(command, e);
+      }
+    case 'dead-letters':
+      try {
+        return await deadLetters(rest);
       } catch (e) {
         return report(command, e);
       }

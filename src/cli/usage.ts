@@ -25,6 +25,8 @@ commands:
             a table's control positions and the connector's; recovers a rolled-back table
   replay    WORKER.properties CONNECTOR.json --table NS.TABLE --snapshot ID
             rolls a table back to a snapshot and the connector's offsets to what it holds (connector stopped)
+  dead-letters replay WORKER.properties CONNECTOR.json [--to-topic TOPIC] [--dry-run]
+            puts the dead-letter topic's records back on their topics, exactly once, once their cause is fixed
   version   print Icefloe's version and the Node runtime
   help      this text
 
@@ -196,6 +198,26 @@ example:
   icefloe replay config/worker-s3-rest.properties connectors/orders-avro-s3-rest.json --table sales.orders --snapshot 4012931337443351000
 `;
 
+const DEAD_LETTERS = `usage: icefloe dead-letters replay WORKER.properties CONNECTOR.json [--to-topic TOPIC] [--dry-run]
+
+Puts the records of the connector's dead-letter topic (errors.deadletterqueue.topic.name) back on the
+topics they were read from, once their cause is fixed (a schema registered, the table altered, the
+configuration changed), so the running connector reads them again; those that still fail go to the
+dead-letter queue again. Replays what the topic holds when it starts, exactly once: its progress is the
+consumer group icefloe-dlq-replay-<connector>, committed in the transaction that produces the records,
+so a replay cut short and run again goes on where it stopped. Each record keeps its key, value, timestamp
+and headers, without the dead-letter context headers. Prints what it did as JSON (docs/errors.md).
+
+options:
+  --to-topic TOPIC           replay every record to this topic (one the connector consumes) instead of
+                             the one its __connect.errors.topic header names (needed when
+                             errors.deadletterqueue.context.headers.enable was off)
+  --dry-run                  count what would be replayed, per topic; produce and commit nothing
+
+example:
+  icefloe dead-letters replay config/worker-s3-rest.properties connectors/orders-avro-s3-rest.json --dry-run
+`;
+
 const VERSION = `usage: icefloe version
 
 Prints Icefloe's version and the Node runtime it runs on (also: icefloe --version).
@@ -221,6 +243,7 @@ export const COMMAND_HELP: Readonly<Record<string, string>> = {
   consume: CONSUME,
   positions: POSITIONS,
   replay: REPLAY,
+  'dead-letters': DEAD_LETTERS,
   version: VERSION,
   help: HELP,
 };

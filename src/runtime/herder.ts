@@ -636,7 +636,7 @@ export class StandaloneHerder implements HerderApi {
       return;
     }
     if (runs && e.runningConfig !== key(e.config)) {
-      await this.stopRunning(name, e);
+      await this.stopRunning(name, e, { restarting: true });
       await this.startConnector(name, e, share);
       return;
     }
@@ -650,9 +650,9 @@ export class StandaloneHerder implements HerderApi {
   }
 
   /** Stops the running connector, keeping its active topics (Connect keeps them until a reset). */
-  private async stopRunning(name: string, e: Entry | undefined): Promise<void> {
+  private async stopRunning(name: string, e: Entry | undefined, options: { readonly restarting?: boolean } = {}): Promise<void> {
     for (const t of this.d.worker.topics(name)) e?.topics.add(t);
-    await this.d.worker.stopConnector(name);
+    await this.d.worker.stopConnector(name, options);
   }
 
   private async startConnector(name: string, e: Entry, share: ConnectorShare | undefined): Promise<void> {

@@ -634,9 +634,11 @@ export class StandaloneWorker {
 
   /**
    * Stops one connector (PUT /stop, a new config, DELETE): its tasks as on a worker stop, a last committer
-   * round, its clients closed; the worker and its other connectors run on.
+   * round, its clients closed; the worker and its other connectors run on. `restarting`: it is started
+   * again at once (a new config), so its tasks are not gone for the all-failed check (--exit-on-failure
+   * must not end the worker in between because another connector's tasks all failed).
    */
-  stopConnector(name: string): Promise<void> {
+  stopConnector(name: string, options: { readonly restarting?: boolean } = {}): Promise<void> {
     const running = this.connectorStops.get(name);
     if (running !== undefined) return running;
     const c = this.connectors.get(name);
@@ -651,7 +653,7 @@ export class StandaloneWorker {
         this.connectorStops.delete(name);
       }
       this.d.log.info('connector stopped', { connector: name });
-      this.checkAllFailed();
+      if (options.restarting !== true) this.checkAllFailed();
     })();
     this.connectorStops.set(name, stop);
     return stop;

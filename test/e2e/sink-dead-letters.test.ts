@@ -13,11 +13,18 @@
  * - every bad record is in the dead-letter TOPIC exactly once (read_committed: the abandoned cycle's
  *   transaction was aborted), with its original value and Connect's `__connect.errors.*` headers;
  * - each is logged once with its coordinates, and nothing else is.
+ * Then the replay runbook: the connector's config changes through the REST API to evolve the table's
+ * schema (the fix for the null labels), and `icefloe dead-letters replay` puts the 8 dead letters back on
+ * the source topic in one go; the 2 that fit now land in the table, the 6 that cannot fail again into the
+ * dead-letter queue, each exactly once by its new coordinates; a dry run after it finds only those 6
+ * (the replay's progress was committed with its records).
  * A second connector on the same topic with errors.tolerance=none fails its task: its REST status says
  * FAILED with a trace naming the first bad record's topic, partition and offset and what is wrong, and its
  * consumer group committed nothing past that record.
  */
 import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { resolve } from 'node:path';
 import { test } from 'node:test';
 import avro from 'avsc';
 import { ConfluentKafkaAdmin, ConfluentKafkaSource, ConfluentRecordProducer } from '../../src/consume/confluent/index.ts';
@@ -34,7 +41,20 @@ import { stackEndpoints } from '../helpers/stack.ts';
 import { startWorker, taskFailures } from '../helpers/worker.ts';
 import type { WorkerProcess } from '../helpers/worker.ts';
 
-const TIMEOUT = 240_000;
+const TIMEOUT = 300_000;
+const CLI = resolve(import.meta.dirname, '../../src/cli.ts');
+
+/** Runs the icefloe command line; its exit code, stdout and stderr. */
+function runCli(args: readonly string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  return new Promise((res) => {
+    const child = spawn(process.execPath, [CLI, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (b: Buffer) => (stdout += b.toString()));
+    child.stderr.on('data', (b: Buffer) => (stderr += b.toString()));
+    child.on('exit', (code) => res({ code, stdout, stderr }));
+  });
+}
 const MAX_BYTES = 2000;
 
 function framed(id: number, type: avro.Type, value: unknown): Buffer {
@@ -136,10 +156,7 @@ test('bad records go to the dead-letter topic and table exactly once, across a c
   const proxy = new FaultProxy(e.proxyControlUrl);
   const connector = unique('e2e-dlq');
   const strictConnector = unique('e2e-strict');
-  const worker = startWorker({
-    worker: PROCESS_WORKER,
-    connectors: [
-      sinkConnector({
+  const tolerant = sinkConnector({
         name: connector,
         topics: topic,
         controlTopic: control,
@@ -157,7 +174,11 @@ test('bad records go to the dead-letter topic and table exactly once, across a c
           // Through the fault proxy: the test fails the first data-file uploads of both tables.
           'iceberg.catalog.s3.endpoint': e.proxyS3Endpoint,
         },
-      }),
+      });
+  const worker = startWorker({
+    worker: PROCESS_WORKER,
+    connectors: [
+      tolerant,
       sinkConnector({
         name: strictConnector,
         topics: topic,
@@ -205,8 +226,43 @@ test('bad records go to the dead-letter topic and table exactly once, across a c
   } finally {
     await dlqSource.close();
   }
-  // errors.tolerance=none: the strict connector's task is FAILED, and its status says where and why.
+
+  // The replay runbook: fix the cause (evolve the table's schema: label becomes optional), then replay.
   const rest = await worker.restUrl();
+  const assignedBefore = worker.logs('partitions assigned').filter((l) => l['connector'] === connector).length;
+  const put = await fetch(`${rest}/connectors/${connector}/config`, { method: 'PUT', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ ...tolerant.config, 'iceberg.tables.evolve-schema-enabled': 'true' }) });
+  assert.equal(put.status, 200, await put.text());
+  await until(worker, 'the reconfigured task assigned', () => worker.logs('partitions assigned').filter((l) => l['connector'] === connector).length > assignedBefore);
+  const marksAdmin = await ConfluentKafkaAdmin.connect({ settings: await kafkaSettings() });
+  const before = new Map((await marksAdmin.watermarks(topic)).map((m) => [m.partition, m.high]));
+  await marksAdmin.close();
+  const replay = await runCli(['dead-letters', 'replay', `${worker.dir}/worker.properties`, `${worker.dir}/${connector}.json`]);
+  assert.equal(replay.code, 0, replay.stderr);
+  const report = JSON.parse(replay.stdout) as { replayed: number; byTopic: Record<string, number>; group: string };
+  assert.deepEqual([report.replayed, report.byTopic], [bad.size, { [topic]: bad.size }], replay.stdout);
+  // The replayed records, by their new coordinates in the source topic.
+  const reader = await ConfluentKafkaSource.connect({ settings: { ...(await kafkaSettings()), ...FAST_GROUP, 'isolation.level': 'read_committed', 'auto.offset.reset': 'earliest' }, overrides: {}, groupId: unique('e2e-dlq-replayed') });
+  let replayed: RawRecord[];
+  try {
+    await reader.subscribe({ kind: 'list', topics: [topic] }, { onAssigned: async () => undefined, onRevoked: async () => undefined });
+    const isNew = (r: RawRecord): boolean => r.offset >= (before.get(r.partition) ?? 0n);
+    replayed = (await pollUntil(reader, (got) => got.filter(isNew).length >= bad.size, 30_000)).filter(isNew);
+  } finally {
+    await reader.close();
+  }
+  const kindOf = (value: Uint8Array | null): Kind => [...bad.values()].find((b) => b.value.equals(Buffer.from(value ?? new Uint8Array())))?.kind as Kind;
+  const fixed = replayed.filter((r) => kindOf(r.value) === 'nullLabel').map((r) => ({ topic: r.topic, partition: r.partition, offset: r.offset }));
+  const failedAgain = new Map(replayed.filter((r) => kindOf(r.value) !== 'nullLabel').map((r) => {
+    const c = { topic: r.topic, partition: r.partition, offset: r.offset };
+    return [coordinateKey(c), { c, kind: kindOf(r.value), value: Buffer.from(r.value ?? new Uint8Array()) }] as const;
+  }));
+  assert.deepEqual([fixed.length, failedAgain.size], [2, 6]);
+  for (const r of replayed) assert.equal(r.headers.filter((h) => h.key.startsWith('__connect.errors.')).length, 0, 'the context headers are not replayed');
+  await until(worker, 'the replayed records committed', () => committedRecords(worker, table) >= good.length + fixed.length && committedRecords(worker, dlqTable) >= bad.size + failedAgain.size);
+  const dry = await runCli(['dead-letters', 'replay', `${worker.dir}/worker.properties`, `${worker.dir}/${connector}.json`, '--dry-run']);
+  assert.equal(dry.code, 0, dry.stderr);
+  assert.equal((JSON.parse(dry.stdout) as { replayed: number }).replayed, failedAgain.size, `a dry run after the replay finds only the dead letters written since: ${dry.stdout}`);
+  // errors.tolerance=none: the strict connector's task is FAILED, and its status says where and why.
   let status: { connector: { state: string }; tasks: { id: number; state: string; trace?: string }[] } | undefined;
   const deadline = Date.now() + 60_000;
   for (;;) {
@@ -239,12 +295,13 @@ test('bad records go to the dead-letter topic and table exactly once, across a c
   assert.equal(taskFailures(worker, connector).length, 0);
 
   // The data table: every good record once, nothing else.
-  await assertExactlyOnce(table, good);
+  await assertExactlyOnce(table, [...good, ...fixed]);
   // The dead-letter table: every bad record once (its own topic/partition/offset columns), nothing else.
-  await assertExactlyOnce(dlqTable, [...bad.values()].map((b) => b.c), { prefix: '' });
+  const allBad = new Map([...bad, ...failedAgain]);
+  await assertExactlyOnce(dlqTable, [...allBad.values()].map((b) => b.c), { prefix: '' });
   const rows = (await readTable({ table: dlqTable, columns: ['topic', 'partition', 'offset', 'key', 'value', 'stage', 'table', 'error_class', 'error_message', 'connector', 'task', 'failed_at'] })).rows ?? [];
   for (const row of rows) {
-    const b = bad.get(coordinateKey({ topic: String(row['topic']), partition: Number(row['partition']), offset: BigInt(String(row['offset'])) }));
+    const b = allBad.get(coordinateKey({ topic: String(row['topic']), partition: Number(row['partition']), offset: BigInt(String(row['offset'])) }));
     assert.ok(b !== undefined);
     assert.equal(row['stage'], STAGE[b.kind], `${b.kind}: stage`);
     assert.match(String(row['error_message']), WHAT[b.kind], `${b.kind}: error message`);
@@ -277,8 +334,9 @@ test('bad records go to the dead-letter topic and table exactly once, across a c
 
   // Logged once each, with its coordinates and stage.
   const logged = worker.logs('record sent to the dead-letter queue (errors.tolerance=all)').filter((l) => l['connector'] === connector);
-  assert.deepEqual(logged.map((l) => `${String(l['topic'])}/${String(l['partition'])}/${String(l['offset'])}`).sort(), [...bad.keys()].sort());
+  assert.deepEqual(logged.map((l) => `${String(l['topic'])}/${String(l['partition'])}/${String(l['offset'])}`).sort(), [...allBad.keys()].sort());
   const stopped = worker.logs('task stopped').filter((l) => l['connector'] === connector);
-  assert.equal(stopped.reduce((n, l) => n + Number(l['deadLettered']), 0), bad.size, 'deadLettered adds up to the bad records, once each');
+  // The first incarnation's tasks counted the first 8; the reconfigured ones the 6 that failed again.
+  assert.equal(stopped.reduce((n, l) => n + Number(l['deadLettered']), 0), allBad.size, 'deadLettered adds up to the bad records, once each');
   t.diagnostic(`${reread} cycle(s) read again; proxy failed ${(await proxy.rule(failUploads)).applied} upload(s); ${letters.length} dead letters on the topic, ${rows.length} rows in the dead-letter table`);
 });
