@@ -20,6 +20,7 @@ import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { test } from 'node:test';
 import avro from 'avsc';
+import protobuf from 'protobufjs';
 import { DataError, isRetriable } from '../../../src/core/errors.ts';
 import type { DataStage } from '../../../src/core/errors.ts';
 import type { OutgoingRecord, RawRecord } from '../../../src/consume/port.ts';
@@ -55,12 +56,12 @@ const text = (b: Uint8Array | null | undefined): string | undefined => (b === nu
 
 // -- a schema registry in this process: the real adapter (ConfluentSchemaResolver) talks HTTP to it --------
 
-const registered = new Map<number, string>();
+const registered = new Map<number, { schema: string; schemaType: 'AVRO' | 'PROTOBUF' }>();
 let nextId = 1;
-/** Registers an Avro schema; returns its id. */
-function register(schema: unknown): number {
+/** Registers an Avro schema (or a .proto text); returns its id. */
+function register(schema: unknown, schemaType: 'AVRO' | 'PROTOBUF' = 'AVRO'): number {
   const id = nextId++;
-  registered.set(id, JSON.stringify(schema));
+  registered.set(id, { schema: typeof schema === 'string' ? schema : JSON.stringify(schema), schemaType });
   return id;
 }
 
@@ -73,7 +74,7 @@ const server = createServer((req, res) => {
   if (req.url === '/subjects') return answer(200, []);
   const schema = m === null ? undefined : registered.get(Number(m[1]));
   if (schema === undefined) return answer(404, { error_code: 40403, message: 'Schema not found' });
-  return answer(200, { schema });
+  return answer(200, schema);
 });
 const listening = new Promise<string>((resolve) => server.listen(0, '127.0.0.1', () => resolve(`http://127.0.0.1:${(server.address() as AddressInfo).port}`)));
 test.after(() => server.close());
@@ -88,10 +89,11 @@ function framed(id: number, schema: unknown, value: unknown): Uint8Array {
 
 // -- the writer under test ---------------------------------------------------------------------------------
 
-type Format = 'avro' | 'json';
+type Format = 'avro' | 'protobuf' | 'json';
 
 const CONVERTERS: Record<Format, Record<string, string>> = {
   avro: { 'value.converter': 'io.confluent.connect.avro.AvroConverter', 'value.converter.schema.registry.url': 'http://registry.invalid' },
+  protobuf: { 'value.converter': 'io.confluent.connect.protobuf.ProtobufConverter', 'value.converter.schema.registry.url': 'http://registry.invalid' },
   json: { 'value.converter': 'org.apache.kafka.connect.json.JsonConverter', 'value.converter.schemas.enable': 'false' },
 };
 
@@ -286,6 +288,22 @@ function deep(depth: number): { readonly value: (n: number) => Uint8Array } {
   return d;
 }
 
+/** Confluent-framed Protobuf: the message-index list [0] is the single byte 0. */
+function protoFramed(id: number, text: string, type: string, value: Record<string, unknown>): Uint8Array {
+  const t = protobuf.parse(text, { keepCase: true }).root.lookupType(type);
+  const body = t.encode(t.fromObject(value)).finish();
+  const out = new Uint8Array(6 + body.length);
+  new DataView(out.buffer).setUint32(1, id);
+  out.set(body, 6);
+  return out;
+}
+const PROTO_ORDER = 'syntax = "proto3"; package t; message Order { int64 id = 1; string name = 2; }';
+const PROTO_ORDER_ID = register(PROTO_ORDER, 'PROTOBUF');
+const PROTO_NODE = 'syntax = "proto3"; package t; message Node { int64 id = 1; string name = 2; Node next = 3; }';
+const PROTO_NODE_ID = register(PROTO_NODE, 'PROTOBUF');
+const protoOrder = (i: number): Uint8Array => protoFramed(PROTO_ORDER_ID, PROTO_ORDER, 't.Order', { id: i, name: `order ${i}` });
+const protoNode = (): Uint8Array => protoFramed(PROTO_NODE_ID, PROTO_NODE, 't.Node', { id: 1, name: 'a', next: { id: 2, name: 'b' } });
+
 const CASES: readonly Case[] = [
   { name: 'random bytes (Avro)', format: 'avro', good: order, poison: () => ({ value: randomBytes() }), stage: 'deserialize', error: /^not a Confluent-framed message: the first byte is 0xa7/ },
   { name: 'random bytes (JSON)', format: 'json', good: (i) => json({ id: i }), poison: () => ({ value: randomBytes() }), stage: 'deserialize', error: /not valid UTF-8|not valid JSON/ },
@@ -355,6 +373,7 @@ const CASES: readonly Case[] = [
   },
   { name: 'a recursive Avro schema (evolution off)', format: 'avro', good: order, poison: () => ({ value: framed(RECURSIVE_ID, RECURSIVE, { id: 0, name: 'a', next: { id: 1, name: 'b', next: null } }) }), stage: 'convert', error: /schema id \d+ .*recursive at next/ },
   { name: 'a recursive Avro schema (evolution on)', format: 'avro', evolve: true, good: order, poison: () => ({ value: framed(RECURSIVE_ID, RECURSIVE, { id: 0, name: 'a', next: null }) }), stage: 'convert', error: /schema id \d+ .*recursive at next/ },
+  { name: 'a recursive Protobuf message (evolution on)', format: 'protobuf', evolve: true, good: protoOrder, poison: () => ({ value: protoNode() }), stage: 'convert', error: /^schema id \d+ cannot become a table schema: Protobuf message .*recursive/ },
   {
     name: '100 levels of nesting (evolution on: the table would need the column)',
     format: 'avro',
@@ -582,4 +601,14 @@ test('the writer nesting limit is exact: 61 levels of lists and maps flush, 62 d
   assert.equal(await flushes(maps(30), 0), true);
   assert.equal(await flushes(maps(30), 1), false);
   assert.equal(MAX_FIELD_DEPTH, 61);
+});
+
+test('a recursive Protobuf message into a table without its recursive field (evolution off) is written without it, as any field the table lacks', async () => {
+  const run = await start({ format: 'protobuf', tolerance: 'none' });
+  const c: Case = { name: 'proto', format: 'protobuf', good: protoOrder, poison: () => ({ value: protoNode() }), stage: 'convert', error: /./ };
+  for (const r of batch(c).records) assert.equal(await write(run, r, c), 'written');
+  await run.finish();
+  const rows = await rowsOf(run, TABLE);
+  assert.equal(rows.length, GOOD_BEFORE + 1 + GOOD_AFTER);
+  assert.deepEqual(Object.keys(rows[0] ?? {}).sort(), ['_kafka_metadata_offset', '_kafka_metadata_partition', 'id', 'name']);
 });
