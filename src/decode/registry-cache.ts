@@ -13,10 +13,15 @@
  *   (registry-port.ts), so a task can hold back just the partition of the record that needs the schema.
  * - A schema of the wrong type, or one that does not build (does not parse, does not fit the table), is
  *   cached as a failure: every record with that id fails the same way without asking again.
+ * - A build's ConfigError (a recursive schema, a field its column cannot take: string → int, long → int)
+ *   becomes a DataError (stage `convert`) naming the id: the schema travels with the records (the producer
+ *   chose it), so it is those records' problem and follows errors.tolerance; the previous or next schema
+ *   id may well fit. The resolver's own ConfigErrors (credentials, a URL that is not a registry) stay
+ *   ConfigErrors: they are the configuration's.
  *
  * Must not: do I/O itself (the resolver is the port), or know about any wire format.
  */
-import { DataError, FatalError, IcefloeError } from '../core/errors.ts';
+import { ConfigError, DataError, FatalError, IcefloeError } from '../core/errors.ts';
 import { SchemaUnavailableError } from './registry-port.ts';
 import type { RegisteredSchema, SchemaResolver, SchemaType } from './registry-port.ts';
 
@@ -76,7 +81,8 @@ export class RegistryCache<T> {
       const ok = this.build(registered);
       this.settledById.set(id, { ok });
       return ok;
-    } catch (e) {
+    } catch (thrown) {
+      const e = thrown instanceof ConfigError ? new DataError(`schema id ${id} does not fit the table: ${thrown.message}`, { stage: 'convert', cause: thrown, context: { ...thrown.context, schemaId: id } }) : thrown;
       if (e instanceof IcefloeError && !e.retriable) this.settledById.set(id, e);
       throw e;
     }

@@ -135,6 +135,21 @@ class IdKeys {
   }
 }
 
+/**
+ * A registered writer schema as an Iceberg schema. One that cannot become one (recursive, a type Iceberg
+ * has no column for) is the problem of the records carrying its id, as a schema that does not fit the
+ * table is when a decoder is compiled (registry-cache.ts): a DataError (stage `convert`) that follows
+ * errors.tolerance, never a ConfigError that would stop the task whatever the configuration says.
+ */
+function asTableSchema(id: number, convert: () => Schema): Schema {
+  try {
+    return convert();
+  } catch (e) {
+    if (!(e instanceof ConfigError)) throw e;
+    throw new DataError(`schema id ${id} cannot become a table schema: ${e.message}`, { stage: 'convert', cause: e, context: { ...e.context, schemaId: id } });
+  }
+}
+
 /** A registry format's writer schema: a few fetches per id at most (the adapter caches the raw answers). */
 function registeredSchema(resolver: SchemaResolver, type: 'AVRO' | 'PROTOBUF'): RegistryCache<RegisteredSchema> {
   return new RegistryCache(resolver, type, (registered) => registered);
@@ -147,8 +162,9 @@ function avroFormat(resolver: SchemaResolver, options: FormatOptions): ValueForm
   return {
     schemaKey: (msg) => key.get(msg),
     async sourceSchema(msg) {
-      const registered = await schemas.prepare(confluentSchemaId(msg));
-      return avroToIceberg(registered.schema, { forceOptional: options.forceOptional });
+      const id = confluentSchemaId(msg);
+      const registered = await schemas.prepare(id);
+      return asTableSchema(id, () => avroToIceberg(registered.schema, { forceOptional: options.forceOptional }));
     },
     decoderFor(table) {
       const d = new ConfluentAvroDecoder(resolver, table, { caseInsensitive: options.caseInsensitive });
@@ -175,9 +191,10 @@ function protobufFormat(resolver: SchemaResolver, options: FormatOptions): Value
   return {
     schemaKey: (msg) => key.get(msg),
     async sourceSchema(msg) {
-      const registered = await schemas.prepare(confluentSchemaId(msg));
+      const id = confluentSchemaId(msg);
+      const registered = await schemas.prepare(id);
       const { indexes } = confluentMessageIndexes(msg);
-      return protobufToIceberg(registered, { message: indexes ?? [0], forceOptional: options.forceOptional });
+      return asTableSchema(id, () => protobufToIceberg(registered, { message: indexes ?? [0], forceOptional: options.forceOptional }));
     },
     decoderFor(table) {
       const d = new ConfluentProtobufDecoder(resolver, table, { caseInsensitive: options.caseInsensitive });

@@ -10,7 +10,10 @@
  * `abort()`.
  *
  * - A schema change ends the cycle first (files of one announcement share one schema id), then evolves
- *   the table in the catalog, reloads it and writes with the ids the catalog returned.
+ *   the table in the catalog, reloads it and writes with the ids the catalog returned. A change the table
+ *   cannot take (evolution refuses it, or with evolution off the writer schema does not fit) is a data
+ *   error of the records with that schema (stage convert), never a configuration error: the next schema
+ *   may fit, and errors.tolerance decides.
  * - A table dropped or recreated while the task runs is noticed at the end of the cycle (complete()
  *   loads it again and compares its UUID): the cycle is abandoned and re-read into the table as it is now.
  * - A table that does not exist (auto-create off) with icefloe.tables.unrouted=skip is skipped for
@@ -48,7 +51,7 @@ import { metadataFields } from '../config/kafka-metadata.ts';
 import type { MetadataFieldSpec } from '../config/kafka-metadata.ts';
 import { Router } from '../route/router.ts';
 import type { ObjectStore } from '../upload/port.ts';
-import { WriteMemoryBudget } from '../write/index.ts';
+import { deepestField, MAX_FIELD_DEPTH, WriteMemoryBudget } from '../write/index.ts';
 import type { DataFileWriter } from '../write/index.ts';
 import type { ValueFormat } from '../decode/value-format.ts';
 import { RecordProbe } from '../decode/record-probe.ts';
@@ -564,6 +567,7 @@ export class SinkWriter implements CycleWriter {
         return undefined;
       }
       const schema = withMetadataFields(await format.sourceSchema(msg), metaFields);
+      checkWritable(schema);
       const { partitionBy, partitionByKey } = connector.tables.settings(name);
       checkPartitionBy(name, schema, partitionBy, partitionByKey);
       try {
@@ -607,9 +611,10 @@ export class SinkWriter implements CycleWriter {
     if (sink.acceptedSchemaKeys.has(key)) return sink;
     if (connector.tables.evolveSchema) {
       const source = withMetadataFields(await this.d.format.sourceSchema(msg), this.metaFields);
+      checkWritable(source);
       // An inferred schema (schemaless JSON) is a guess from one record: it only adds what the table lacks.
       const options = { caseSensitive: !connector.tables.caseInsensitive, addColumnsOnly: this.d.format.inferredSchemas === true };
-      if (evolveTableSchema(sink.table.metadata, source, options).changed) {
+      if (evolvable(name, () => evolveTableSchema(sink.table.metadata, source, options).changed)) {
         if (!(await this.d.endCycle('schema-change'))) return undefined;
         const loaded = await evolveSchema({ catalog: this.d.catalog, store: this.d.store }, parseIdentifier(name), source, options);
         this.log.info('table schema evolved', { table: name, schemaId: loaded.metadata.currentSchemaId });
@@ -618,6 +623,35 @@ export class SinkWriter implements CycleWriter {
     }
     sink.acceptedSchemaKeys.add(key);
     return sink;
+  }
+}
+
+/**
+ * A record schema nested deeper than the Parquet writer can write (write/layout.ts MAX_FIELD_DEPTH) would
+ * make a table, or a column, no file of which can ever be flushed: refused before the table is created or
+ * evolved, as the records' problem (a DataError, stage `convert`, naming the deepest field).
+ */
+function checkWritable(schema: Schema): void {
+  const deepest = deepestField(schema);
+  if (deepest.depth <= MAX_FIELD_DEPTH) return;
+  throw new DataError(`field ${deepest.path} is nested ${deepest.depth} levels deep; Icefloe writes at most ${MAX_FIELD_DEPTH} levels (the Parquet writer's Arrow IPC limit)`, {
+    stage: 'convert',
+    context: { field: deepest.path, depth: deepest.depth },
+  });
+}
+
+/**
+ * Whether a writer schema changes the table. A change evolution refuses (string → int, int → string,
+ * optional → required) is the records' problem, not the configuration's: the schema travels with them and
+ * the previous or next one may fit. So it is a DataError (stage `convert`) naming the table and the field,
+ * which follows errors.tolerance, as the same schema is with evolution off (registry-cache.ts).
+ */
+function evolvable(table: string, changed: () => boolean): boolean {
+  try {
+    return changed();
+  } catch (e) {
+    if (!(e instanceof ConfigError)) throw e;
+    throw new DataError(`table ${table} cannot take the record's schema: ${e.message}`, { stage: 'convert', cause: e, context: { ...e.context, table } });
   }
 }
 

@@ -81,6 +81,20 @@ export class IntColumn extends Column {
   }
 }
 
+/** The unit a 64-bit temporal column counts in, so an out-of-range value is named as what it is. */
+const TEMPORAL_UNITS: Readonly<Partial<Record<string, string>>> = {
+  time: 'µs since midnight',
+  timestamp: 'µs since 1970-01-01',
+  timestamptz: 'µs since 1970-01-01',
+  timestamp_ns: 'ns since 1970-01-01',
+  timestamptz_ns: 'ns since 1970-01-01',
+};
+
+function beyondInt64(node: LayoutNode, v: bigint): string {
+  const unit = TEMPORAL_UNITS[node.type.kind];
+  return unit === undefined ? `${v} does not fit in 64 bits` : `${node.type.kind} out of range: ${v} ${unit} does not fit in 64 bits`;
+}
+
 /**
  * long, time (µs since midnight), timestamp/timestamptz (µs since epoch), timestamp_ns/timestamptz_ns.
  * `appendNumber` takes a safe integer and writes the two 32-bit words without creating a BigInt.
@@ -92,7 +106,7 @@ export class LongColumn extends Column {
   words = new Int32Array(0);
 
   append(v: bigint): void {
-    if (v < INT64_MIN || v > INT64_MAX) throw badValue(this.node, `${v} does not fit in 64 bits`);
+    if (v < INT64_MIN || v > INT64_MAX) throw badValue(this.node, beyondInt64(this.node, v));
     const i = this.length;
     if (i === this.cap) this.grow(i + 1);
     this.values[i] = v;

@@ -2,7 +2,7 @@
  * The write port: columnar record appending, rolling Parquet data files with Iceberg field ids and
  * metrics, and the per-task memory budget. Callers import from here, not from the modules behind it.
  */
-export { buildLayout, FIELD_ID_KEY } from './layout.ts';
+export { buildLayout, deepestField, FIELD_ID_KEY, MAX_FIELD_DEPTH } from './layout.ts';
 export type { ColumnLayout, LayoutNode } from './layout.ts';
 export { RecordAppender } from './appender.ts';
 export type { SealedBatch } from './appender.ts';

@@ -211,6 +211,29 @@ function childOf(b: Builder, f: NestedField, parentPath: string, inRepeated: boo
   return node(b, f.id, f.name, path, f.required, f.type, inRepeated);
 }
 
+/**
+ * The deepest nesting the writer can write, in Arrow fields along one path (a top-level primitive is 1, a
+ * struct's field 2; a map counts its entries struct). parquet-wasm reads every batch as an Arrow IPC
+ * message whose flatbuffers verifier stops at 64 levels: the message, its schema, a table per field down
+ * the path and the deepest field's type. Deeper fails only when the first file is flushed.
+ */
+export const MAX_FIELD_DEPTH = 61;
+
+/** The schema's deepest field as the writer nests it: its Iceberg path and depth (see MAX_FIELD_DEPTH). */
+export function deepestField(schema: Schema): { readonly path: string; readonly depth: number } {
+  const arrowDepth = (f: arrow.Field): number => 1 + (f.type.children ?? []).reduce((max: number, c: arrow.Field) => Math.max(max, arrowDepth(c)), 0);
+  let deepest = { path: '', depth: 0 };
+  for (const root of buildLayout(schema).roots) {
+    let node = root;
+    const depth = arrowDepth(root.arrowField);
+    if (depth <= deepest.depth) continue;
+    // Down the deepest child to name the field.
+    while (node.children.length > 0) node = node.children.reduce((a, b) => (arrowDepth(b.arrowField) > arrowDepth(a.arrowField) ? b : a));
+    deepest = { path: node.path, depth };
+  }
+  return deepest;
+}
+
 /** Lays out a schema. Leaves are ordered as Parquet orders its columns (depth-first, map key before value). */
 export function buildLayout(schema: Schema): ColumnLayout {
   const b: Builder = { leaves: [], byId: new Map(), byPath: new Map(), elements: [], widened: false };
