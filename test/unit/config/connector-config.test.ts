@@ -49,7 +49,7 @@ test('a minimal config gets the Apache sink\'s defaults', () => {
   assert.equal(c.catalog.name, 'iceberg');
   assert.equal(c.catalog.type, 'rest');
   assert.equal(c.catalog.fromWorker, false);
-  assert.deepEqual(c.errors, { tolerance: 'none', logEnable: false, logIncludeMessages: false, deadLetterTopic: null, deadLetterTable: null, recordMaxBytes: 0 });
+  assert.deepEqual(c.errors, { tolerance: 'none', logEnable: false, retryTimeoutMs: null, retryDelayMaxMs: 60000, logIncludeMessages: false, deadLetterTopic: null, deadLetterTable: null, recordMaxBytes: 0 });
   assert.equal(c.keyConverter, null);
   assert.equal(c.valueConverter, null);
   assert.deepEqual(c.warnings, []);
@@ -116,8 +116,6 @@ test('keys Icefloe does not act on yet fail validation with "not supported yet",
     'predicates.notTombstone.type': 'org.apache.kafka.connect.transforms.predicates.RecordIsTombstone',
     'header.converter': 'org.apache.kafka.connect.json.JsonConverter',
     'header.converter.schemas.enable': 'false',
-    'errors.retry.timeout': '-1',
-    'errors.retry.delay.max.ms': '1000',
     'iceberg.tables.default-id-columns': 'id',
     'iceberg.table.sales.orders.id-columns': 'order_id, line',
     'iceberg.control.commit.threads': '4',
@@ -456,6 +454,8 @@ test('dead-letter settings: a topic and a table with errors.tolerance=all; refus
   assert.deepEqual(c.errors, {
     tolerance: 'all',
     logEnable: true,
+    retryTimeoutMs: null,
+    retryDelayMaxMs: 60000,
     logIncludeMessages: true,
     deadLetterTopic: { topic: 'orders-dlq', replicationFactor: 1, contextHeaders: true },
     deadLetterTable: 'sales.orders_dlq',
@@ -471,4 +471,15 @@ test('dead-letter settings: a topic and a table with errors.tolerance=all; refus
   assert.deepEqual(errorsOf({ ...noTopics, ...dlq, 'topics.regex': 'orders.*' })['topics.regex'], ["The DLQ topic 'orders-dlq' may not be matched by the regex for the topics ('topics.regex=orders.*') consumed by the connector"]);
   assert.match(errorsOf({ ...BASE, ...dlq, 'icefloe.errors.deadletterqueue.table.name': 'sales.orders' })['icefloe.errors.deadletterqueue.table.name']?.[0] ?? '', /may not be a table the records route to/);
   assert.ok(errorsOf({ ...BASE, ...dlq, 'icefloe.errors.deadletterqueue.table.name': 'nodot' })['icefloe.errors.deadletterqueue.table.name'] !== undefined);
+});
+
+test('errors.retry.timeout and errors.retry.delay.max.ms: 0 and -1 retry without limit, N > 0 bounds it; out-of-range values fail validation', () => {
+  assert.equal(parseConnectorConfig({ ...BASE, 'errors.retry.timeout': '-1' }).errors.retryTimeoutMs, null);
+  assert.equal(parseConnectorConfig({ ...BASE, 'errors.retry.timeout': '0' }).errors.retryTimeoutMs, null);
+  const c = parseConnectorConfig({ ...BASE, 'errors.retry.timeout': '300000', 'errors.retry.delay.max.ms': '5000' });
+  assert.deepEqual([c.errors.retryTimeoutMs, c.errors.retryDelayMaxMs], [300000, 5000]);
+  assert.deepEqual(errorsOf({ ...BASE, 'errors.retry.timeout': '-2', 'errors.retry.delay.max.ms': '0' }), {
+    'errors.retry.timeout': ['Invalid value -2 for configuration errors.retry.timeout: Value must be at least -1'],
+    'errors.retry.delay.max.ms': ['Invalid value 0 for configuration errors.retry.delay.max.ms: Value must be at least 1'],
+  });
 });
