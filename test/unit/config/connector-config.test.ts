@@ -295,7 +295,7 @@ test('catalog: types rest, sql and jdbc; S3 settings typed; secrets wrapped', ()
   assert.equal(c.catalog.name, 'icefloe');
   assert.equal(c.catalog.token?.reveal(), 'tok');
   assert.equal(String(c.catalog.token), HIDDEN);
-  assert.deepEqual(JSON.parse(JSON.stringify(c.catalog.s3)), { endpoint: 'http://127.0.0.1:9000', region: 'us-east-1', pathStyleAccess: true, accessKeyId: 'AK', secretAccessKey: HIDDEN, sessionToken: null });
+  assert.deepEqual(JSON.parse(JSON.stringify(c.catalog.s3)), { endpoint: 'http://127.0.0.1:9000', region: 'us-east-1', pathStyleAccess: true, accessKeyId: 'AK', secretAccessKey: HIDDEN, sessionToken: null, requestTimeoutMs: null });
   assert.equal(c.catalog.props.token, 'tok', 'the adapter gets the raw catalog properties');
 
   const sql = { ...BASE, 'iceberg.catalog.type': 'jdbc', 'iceberg.catalog.uri': 'jdbc:postgresql://u:p@127.0.0.1:5432/iceberg', 'iceberg.catalog.warehouse': 's3://w/' };
@@ -481,5 +481,12 @@ test('errors.retry.timeout and errors.retry.delay.max.ms: 0 and -1 retry without
   assert.deepEqual(errorsOf({ ...BASE, 'errors.retry.timeout': '-2', 'errors.retry.delay.max.ms': '0' }), {
     'errors.retry.timeout': ['Invalid value -2 for configuration errors.retry.timeout: Value must be at least -1'],
     'errors.retry.delay.max.ms': ['Invalid value 0 for configuration errors.retry.delay.max.ms: Value must be at least 1'],
+  });
+});
+
+test('iceberg.catalog.s3.request-timeout-ms: one S3 request\'s time-out in ms, a whole number of at least 1', () => {
+  assert.equal(parseConnectorConfig({ ...BASE, 'iceberg.catalog.s3.request-timeout-ms': '2000' }).catalog.s3.requestTimeoutMs, 2000);
+  assert.deepEqual(errorsOf({ ...BASE, 'iceberg.catalog.s3.request-timeout-ms': '0' }), {
+    'iceberg.catalog.s3.request-timeout-ms': ['Invalid value 0 for configuration iceberg.catalog.s3.request-timeout-ms: Expected a whole number of milliseconds, at least 1'],
   });
 });
