@@ -128,6 +128,13 @@ export class PartitionHolds {
   }
 
   /** `partitions t[0], t[3] wait for a record's schema (since …)`, or undefined when none waits. */
+  /** When the longest-waiting partition first waited (undefined: none waits). */
+  oldestSinceMs(): number | undefined {
+    let oldest: number | undefined;
+    for (const h of this.holds.values()) if (oldest === undefined || h.sinceMs < oldest) oldest = h.sinceMs;
+    return oldest;
+  }
+
   describe(): string | undefined {
     if (this.holds.size === 0) return undefined;
     const list = [...this.holds.values()];

@@ -9,7 +9,7 @@
  * attempt is in the log and in the status (`progressNote`). Infrastructure failures never reach
  * errors.tolerance (the writer applies it to data errors only). The back-off grows with consecutive
  * failures up to errors.retry.delay.max.ms; a positive errors.retry.timeout fails the task once failures
- * went on that long without a committed cycle (an operator's alert; a FatalError, so the worker does not
+ * went on that long without a committed cycle, or a partition waited that long for its schema (an operator's alert; a FatalError, so the worker does not
  * restart it). "Consecutive" ends with a committed cycle, not with a poll that went through: after a
  * rewind the records are read again without trouble, and only the cycle's end reaches the store, the
  * catalog or the broker's transaction again. A transaction the broker made us abort (the group generation
@@ -209,7 +209,9 @@ export class SinkTask {
       ...(deps.maxControlRecordBytes === undefined ? {} : { maxControlRecordBytes: deps.maxControlRecordBytes }),
       ...(deps.onAnnounced === undefined ? {} : { onAnnounced: deps.onAnnounced }),
     });
-    const waitBounds = deps.schemaWaitBackoff ?? SCHEMA_WAIT_BACKOFF;
+    // errors.retry.delay.max.ms caps these waits too: a registry that is down is infrastructure like any other.
+    const cap = connector.errors.retryDelayMaxMs;
+    const waitBounds = deps.schemaWaitBackoff ?? { initialDelayMs: Math.min(SCHEMA_WAIT_BACKOFF.initialDelayMs, cap), maxDelayMs: Math.min(SCHEMA_WAIT_BACKOFF.maxDelayMs, cap) };
     this.holds = new PartitionHolds({ source: deps.source, log: this.log, now: this.now, backoff: () => new Backoff(waitBounds, deps.random) });
   }
 
@@ -333,7 +335,10 @@ export class SinkTask {
       } catch (e) {
         // Only this record's partition waits for its schema; any other failure is the cycle's.
         if (!isSchemaUnavailable(e)) throw e;
-        if (!channel.needsRewind) await holds.hold(r, e);
+        if (!channel.needsRewind) {
+          await holds.hold(r, e);
+          this.checkHoldTimeout(e);
+        }
       }
       if (channel.needsRewind) return;
     }
@@ -451,6 +456,23 @@ export class SinkTask {
         { cause: e, context: { retryTimeoutMs: limit, failures: r.count } },
       );
     }
+  }
+
+  /**
+   * errors.retry.timeout applies to a partition waiting for its record's schema as to failed cycles: past it
+   * (counted from the hold's first wait) the task fails, naming the registry's answer.
+   */
+  private checkHoldTimeout(e: RetriableError): void {
+    const limit = this.d.connector.errors.retryTimeoutMs;
+    const since = this.holds.oldestSinceMs();
+    const now = this.now();
+    if (limit === null || since === undefined || now - since < limit) return;
+    throw new FatalError(
+      `errors.retry.timeout (${limit} ms) passed: a partition has waited ${now - since} ms since ${new Date(since).toISOString()} for a record's schema from the registry; ` +
+        `last error: ${errorMessage(e)}. The task stays FAILED: restart it once the registry answers (nothing was lost: it reads again from the committed offsets), ` +
+        `or set errors.retry.timeout=0 to wait without limit`,
+      { cause: e, context: { retryTimeoutMs: limit } },
+    );
   }
 
   /**

@@ -9,12 +9,14 @@
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
+import avro from 'avsc';
 import { errorMessage, FatalError, RetriableError } from '../../../src/core/errors.ts';
 import type { MemoryOperation } from '../../../src/upload/memory.ts';
 import { connectorWhy } from '../../../src/runtime/connector-status.ts';
 import type { ConnectorStatus } from '../../../src/runtime/worker.ts';
 import { restartable } from '../../../src/runtime/task.ts';
-import { expected, Rig, sortCoordinates, until } from './rig.ts';
+import type { SchemaResolver } from '../../../src/decode/registry-port.ts';
+import { expected, logged, Rig, sortCoordinates, TOPIC, until } from './rig.ts';
 
 /** An object store whose data-file uploads fail while `down` (the memory catalog's metadata writes go through). */
 function outage(): { down: boolean; failures: number; before: (op: MemoryOperation, location: string) => void } {
@@ -175,4 +177,33 @@ test('a table whose commits fail is named in the connector\'s status while they 
   assert.equal(committer.tableStatus()[0]?.failing, undefined);
   assert.equal(connectorWhy(status()), undefined);
   assert.deepEqual(sortCoordinates(await rig.tableCoordinates()), expected({ 0: Array.from({ length: 20 }, (_, i) => BigInt(i)) }));
+});
+
+test('the registry down: the partition waits, the status names why, and past a positive errors.retry.timeout the task fails naming it', async (t) => {
+  const ORDER = { type: 'record', name: 'Order', fields: [{ name: 'n', type: 'long' }] };
+  const registry: SchemaResolver = { byId: () => Promise.reject(new RetriableError('schema registry at http://registry.invalid:8081 is not reachable (ECONNREFUSED) (test)')) };
+  const rig = await new Rig({
+    resolver: registry,
+    config: {
+      'value.converter': 'io.confluent.connect.avro.AvroConverter',
+      'value.converter.schema.registry.url': 'http://registry.invalid:8081',
+      'errors.retry.timeout': '1500',
+      'errors.retry.delay.max.ms': '200',
+    },
+  }).init();
+  t.after(() => rig.close());
+  const body = avro.Type.forSchema(ORDER as avro.Schema).toBuffer({ n: 1 });
+  const value = new Uint8Array(5 + body.length);
+  new DataView(value.buffer).setUint32(1, 7);
+  value.set(body, 5);
+  rig.kafka.produce(TOPIC, 0, [{ value }]);
+  const task = rig.startTask(0, { random: () => 0.99 });
+  await until('the partition waits', () => task.task.progressNote !== undefined);
+  assert.match(task.task.progressNote ?? '', /^partitions orders\[0\] wait for a record's schema from the registry \(since \S+\): schema registry at http:\/\/registry\.invalid:8081 is not reachable \(ECONNREFUSED\) \(test\)$/);
+  const error = await Promise.race([task.ended, new Promise((resolve) => setTimeout(() => resolve('still running after 10 s'), 10_000))]);
+  assert.ok(error instanceof FatalError, `FatalError, got ${String(error)}`);
+  assert.match(errorMessage(error), /^errors\.retry\.timeout \(1500 ms\) passed: a partition has waited \d+ ms since \S+ for a record's schema from the registry; last error: schema registry at \S+ is not reachable \(ECONNREFUSED\) \(test\)\. The task stays FAILED/);
+  assert.equal(task.task.restartable, false);
+  const waits = logged(rig, "partition paused: a record's schema cannot be fetched yet; the task's other partitions go on").map((f) => Number(f['retryInMs']));
+  assert.ok(waits.length >= 3 && waits.every((w) => w <= 200), `the waits are capped by errors.retry.delay.max.ms: ${waits.join(', ')}`);
 });
