@@ -151,7 +151,7 @@ function objectStore(catalog: CatalogConfig): ObjectStore {
     s3: new S3ObjectStore({
       region: s3.region ?? 'us-east-1',
       ...(s3.endpoint === null ? {} : { endpoint: s3.endpoint }),
-      forcePathStyle: s3.pathStyleAccess,
+      forcePathStyle: s3.pathStyleAccess, ...(s3.requestTimeoutMs === null ? {} : { requestTimeoutMs: s3.requestTimeoutMs }),
       ...(keys
         ? {
             credentials: {

@@ -18,6 +18,8 @@ export interface S3Settings {
   readonly accessKeyId: string | null;
   readonly secretAccessKey: Secret | null;
   readonly sessionToken: Secret | null;
+  /** `s3.request-timeout-ms` (Icefloe's): one S3 request's time-out; null: the store's default (60 s). */
+  readonly requestTimeoutMs: number | null;
 }
 
 export interface CatalogConfig {
@@ -69,6 +71,11 @@ function checkUri(p: ParsedConfig, uri: string, type: 'rest' | 'sql' | null, key
 function s3Settings(p: ParsedConfig, props: Readonly<Record<string, string>>, keyOf: KeyOf, secret: (k: string) => Secret | null): S3Settings {
   const pathStyle = (props['s3.path-style-access'] ?? 'false').trim().toLowerCase();
   if (pathStyle !== 'true' && pathStyle !== 'false') p.addError(keyOf('s3.path-style-access'), invalidMessage(keyOf('s3.path-style-access'), props['s3.path-style-access'] ?? '', 'Expected value to be either true or false'));
+  const rawTimeout = props['s3.request-timeout-ms']?.trim();
+  const timeout = rawTimeout === undefined || rawTimeout === '' ? null : Number(rawTimeout);
+  if (timeout !== null && !(Number.isSafeInteger(timeout) && timeout >= 1)) {
+    p.addError(keyOf('s3.request-timeout-ms'), invalidMessage(keyOf('s3.request-timeout-ms'), rawTimeout ?? '', 'Expected a whole number of milliseconds, at least 1'));
+  }
   return Object.freeze({
     endpoint: props['s3.endpoint']?.trim() || null,
     region: props['client.region']?.trim() || props['s3.region']?.trim() || null,
@@ -76,11 +83,12 @@ function s3Settings(p: ParsedConfig, props: Readonly<Record<string, string>>, ke
     accessKeyId: props['s3.access-key-id']?.trim() || null,
     secretAccessKey: secret('s3.secret-access-key'),
     sessionToken: secret('s3.session-token'),
+    requestTimeoutMs: timeout !== null && Number.isSafeInteger(timeout) && timeout >= 1 ? timeout : null,
   });
 }
 
 function emptyS3(): S3Settings {
-  return Object.freeze({ endpoint: null, region: null, pathStyleAccess: false, accessKeyId: null, secretAccessKey: null, sessionToken: null });
+  return Object.freeze({ endpoint: null, region: null, pathStyleAccess: false, accessKeyId: null, secretAccessKey: null, sessionToken: null, requestTimeoutMs: null });
 }
 
 /**

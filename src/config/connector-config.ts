@@ -52,6 +52,13 @@ export type TopicSelection =
 export interface ErrorHandling {
   readonly tolerance: 'none' | 'all';
   readonly logEnable: boolean;
+  /**
+   * errors.retry.timeout: ms of consecutive infrastructure failure (no cycle committed) after which a task
+   * fails; null: retried without limit (0 and -1, Connect's default and "forever").
+   */
+  readonly retryTimeoutMs: number | null;
+  /** errors.retry.delay.max.ms: the longest wait between a task's retries of an infrastructure failure. */
+  readonly retryDelayMaxMs: number;
   /** errors.log.include.messages: tolerated-error log lines also carry the record's contents. */
   readonly logIncludeMessages: boolean;
   /** The dead-letter topic (errors.deadletterqueue.*); null: none. */
@@ -375,6 +382,8 @@ function errorHandling(p: ParsedConfig, topics: TopicSelection, tables: TablesCo
   return Object.freeze({
     tolerance,
     logEnable: b(p, 'errors.log.enable'),
+    retryTimeoutMs: n(p, 'errors.retry.timeout') > 0 ? n(p, 'errors.retry.timeout') : null,
+    retryDelayMaxMs: n(p, 'errors.retry.delay.max.ms'),
     logIncludeMessages: b(p, 'errors.log.include.messages'),
     deadLetterTopic: dlqTopic === '' ? null : Object.freeze({
       topic: dlqTopic,

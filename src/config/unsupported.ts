@@ -57,16 +57,6 @@ export const CONNECTOR_UNSUPPORTED: readonly UnsupportedKey[] = [
   { key: 'predicates.', ...PREDICATES },
   { key: 'header.converter', ...HEADER_CONVERTER },
   { key: 'header.converter.', ...HEADER_CONVERTER, instead: 'Icefloe converts no header values: headers reach a table only as raw bytes, in the `headers` Kafka metadata column. Remove it.' },
-  {
-    key: 'errors.retry.timeout',
-    needs: 'Connect\'s retries of failed conversions, which come with the dead-letter queue',
-    instead: 'A record that cannot be converted is never retried (retrying cannot change its bytes), and infrastructure errors (registry, catalog or storage unreachable) are retried with back-off until they succeed, whatever this says. Remove it (or set 0).',
-  },
-  {
-    key: 'errors.retry.delay.max.ms',
-    needs: 'Connect\'s retries of failed conversions, which come with the dead-letter queue',
-    instead: 'Infrastructure errors are retried with the worker\'s own back-off. Remove it (or set 60000).',
-  },
   { key: 'iceberg.tables.default-id-columns', ...ID_COLUMNS },
   { key: 'iceberg.table.<table>.id-columns', ...ID_COLUMNS },
   {

@@ -91,6 +91,11 @@ export interface TableCommitStatus {
   readonly validThroughTs?: number;
   /** Kafka timestamp (ms since the epoch) of the oldest announcement for the table not applied yet. */
   readonly oldestUnappliedMs?: number;
+  /**
+   * Its commits fail with an error a later round may not meet (catalog or store unreachable, refused,
+   * outcome unknown): since when, rounds in a row, the last error. Cleared by a round that gets through.
+   */
+  readonly failing?: { readonly sinceMs: number; readonly count: number; readonly error: string };
 }
 
 export interface CommitRecord {
@@ -187,6 +192,7 @@ export class ConnectorCommitter {
       try {
         result = await this.commitTable(ref, live, logStart, sources);
         this.failures.delete(name);
+        this.clearFailing(name);
       } catch (e) {
         // One table's trouble must not hold the others back (catalog or store unreachable, retries
         // exhausted, the catalog refusing the commit, an unknown outcome): it is tried again next round,
@@ -268,7 +274,8 @@ export class ConnectorCommitter {
     if (e.retriable || e instanceof CommitStateUnknownError) {
       this.log.warn('table commit failed; retrying next round', { table: name, consecutive: n, error: e.message });
       const prior = this.status.get(name);
-      this.status.set(name, { ...prior, table: name, state: prior?.state ?? 'RUNNING', ...(oldest === undefined ? {} : { oldestUnappliedMs: oldest }) });
+      const failing = { sinceMs: prior?.failing?.sinceMs ?? this.now(), count: n, error: e.message };
+      this.status.set(name, { ...prior, table: name, state: prior?.state ?? 'RUNNING', ...(oldest === undefined ? {} : { oldestUnappliedMs: oldest }), failing });
       return;
     }
     this.stop(name, { code: 'commit-failed', message: `${name}: the commit failed and cannot be retried as is (${e.code}): ${e.message}; it is tried again every round`, context: { errorCode: e.code, consecutive: n } }, oldest);
@@ -539,6 +546,15 @@ export class ConnectorCommitter {
     return this.control.records.find((r) => r.partition === partition && r.offset === offset)?.timestampMs;
   }
 
+  /** The table's commits got through (or it had nothing to commit): its status no longer says they fail. */
+  private clearFailing(name: string): void {
+    const prior = this.status.get(name);
+    if (prior?.failing === undefined) return;
+    const next: TableCommitStatus = { ...prior };
+    delete (next as { failing?: TableCommitStatus['failing'] }).failing;
+    this.status.set(name, next);
+  }
+
   private stop(name: string, reason: StopReason, oldestUnappliedMs: number | undefined): void {
     const prior = this.status.get(name);
     if (prior?.state !== 'STOPPED' || prior.reason?.message !== reason.message) {
@@ -546,6 +562,7 @@ export class ConnectorCommitter {
     }
     const next: TableCommitStatus = { ...prior, table: name, state: 'STOPPED', reason, ...(oldestUnappliedMs === undefined ? {} : { oldestUnappliedMs }) };
     if (oldestUnappliedMs === undefined) delete (next as { oldestUnappliedMs?: number }).oldestUnappliedMs;
+    delete (next as { failing?: TableCommitStatus['failing'] }).failing; // the reason says it all now
     this.status.set(name, next);
   }
 

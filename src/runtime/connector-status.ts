@@ -78,8 +78,9 @@ export function taskState(t: ConnectorStatus['tasks'][number], worker_id: string
 }
 
 /**
- * Why a running connector is not progressing, for its status `trace`: a failure, its stopped tables,
- * tables whose announcements wait too long for the control topic's retention.
+ * Why a running connector is not progressing, for its status `trace`: a failure, committer rounds that
+ * fail, its stopped tables, tables whose commits fail (retried), tables whose announcements wait too long
+ * for the control topic's retention.
  */
 export function connectorWhy(s: ConnectorStatus): string | undefined {
   const lines: string[] = [];
@@ -88,7 +89,8 @@ export function connectorWhy(s: ConnectorStatus): string | undefined {
   if (f !== undefined) lines.push(`committer rounds failing since ${new Date(f.sinceMs).toISOString()} (${f.count} in a row): ${f.error}`);
   for (const t of s.tables) {
     if (t.state === 'STOPPED') lines.push(`table ${t.table} stopped: ${t.reason === undefined ? 'no reason recorded' : `${t.reason.code}: ${t.reason.message}`}`);
-    else if (t.retentionAlarm === true) lines.push(`table ${t.table} cannot commit: its oldest unapplied announcement is ${Math.round((t.unappliedAgeMs ?? 0) / 1000)} s old, near the control topic's retention`);
+    else if (t.failing !== undefined) lines.push(`table ${t.table}: commits failing since ${new Date(t.failing.sinceMs).toISOString()} (${t.failing.count} round(s) in a row), retried every round: ${t.failing.error}`);
+    if (t.state !== 'STOPPED' && t.retentionAlarm === true) lines.push(`table ${t.table} cannot commit: its oldest unapplied announcement is ${Math.round((t.unappliedAgeMs ?? 0) / 1000)} s old, near the control topic's retention`);
   }
   return lines.length === 0 ? undefined : lines.join('\n');
 }

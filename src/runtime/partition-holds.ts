@@ -29,6 +29,8 @@ interface Hold {
   offset: bigint;
   readonly backoff: Backoff;
   readonly sinceMs: number;
+  /** Why the last try failed (registry unreachable, id not known yet), for the status. */
+  error: string;
   /** Paused until `resumeAtMs`; false once resumed (the record is being tried again). */
   paused: boolean;
   resumeAtMs: number;
@@ -86,8 +88,9 @@ export class PartitionHolds {
     // Seek first: the batch and the client's prefetched records past it are dropped; then no fetch until resumed.
     await this.d.source.seek({ ...tp, offset: r.offset });
     this.d.source.pause([tp]);
-    const hold: Hold = held ?? { tp, offset: r.offset, backoff, sinceMs: now, paused: true, resumeAtMs: 0 };
+    const hold: Hold = held ?? { tp, offset: r.offset, backoff, sinceMs: now, error: '', paused: true, resumeAtMs: 0 };
     hold.offset = r.offset;
+    hold.error = errorMessage(error);
     hold.paused = true;
     hold.resumeAtMs = now + delay;
     this.holds.set(key, hold);
@@ -125,11 +128,19 @@ export class PartitionHolds {
   }
 
   /** `partitions t[0], t[3] wait for a record's schema (since …)`, or undefined when none waits. */
+  /** When the longest-waiting partition first waited (undefined: none waits). */
+  oldestSinceMs(): number | undefined {
+    let oldest: number | undefined;
+    for (const h of this.holds.values()) if (oldest === undefined || h.sinceMs < oldest) oldest = h.sinceMs;
+    return oldest;
+  }
+
   describe(): string | undefined {
     if (this.holds.size === 0) return undefined;
     const list = [...this.holds.values()];
     const since = Math.min(...list.map((h) => h.sinceMs));
-    return `partitions ${list.map((h) => `${h.tp.topic}[${h.tp.partition}]`).join(', ')} wait for a record's schema from the registry (since ${new Date(since).toISOString()})`;
+    const last = list.reduce((a, b) => (b.resumeAtMs > a.resumeAtMs ? b : a));
+    return `partitions ${list.map((h) => `${h.tp.topic}[${h.tp.partition}]`).join(', ')} wait for a record's schema from the registry (since ${new Date(since).toISOString()}): ${last.error}`;
   }
 
   /** Resumes every partition whose wait is over (its record is read and tried again). */

@@ -5,9 +5,15 @@
  *
  * Failures: a retriable one (broker, registry, catalog or store trouble, an aborted transaction)
  * abandons the cycle, backs off and reads again from the committed offsets, as Connect retries a sink
- * task's RetriableException — for as long as it takes, since nothing was lost and every attempt is in the
- * log. A transaction the broker made us abort (the group generation moved on: a rebalance under way) is
- * the protocol working, so it does not grow the back-off. Anything else (fenced, a bad configuration, a
+ * task's RetriableException — for as long as it takes by default, since nothing was lost and every
+ * attempt is in the log and in the status (`progressNote`). Infrastructure failures never reach
+ * errors.tolerance (the writer applies it to data errors only). The back-off grows with consecutive
+ * failures up to errors.retry.delay.max.ms; a positive errors.retry.timeout fails the task once failures
+ * went on that long without a committed cycle, or a partition waited that long for its schema (an operator's alert; a FatalError, so the worker does not
+ * restart it). "Consecutive" ends with a committed cycle, not with a poll that went through: after a
+ * rewind the records are read again without trouble, and only the cycle's end reaches the store, the
+ * catalog or the broker's transaction again. A transaction the broker made us abort (the group generation
+ * moved on: a rebalance under way) is the protocol working, so it does not grow the back-off. Anything else (fenced, a bad configuration, a
  * data error the configuration does not tolerate) fails the task. A producer the broker left in a state it
  * cannot leave (a broker restart mid-transaction) is re-created by the channel within the same retry.
  *
@@ -87,8 +93,16 @@ export interface TaskMetrics extends WriterMetrics, ChannelMetrics {
 
 const POLL_MAX_RECORDS = 4096;
 const MAX_POLL_WAIT_MS = 200;
-/** The wait after a failed cycle (core/retry.ts: grows with consecutive failures, with jitter). */
-const CYCLE_BACKOFF = { initialDelayMs: 200, maxDelayMs: 10_000 };
+/**
+ * The first wait after a failed cycle; later ones grow with consecutive failures, with jitter, up to
+ * errors.retry.delay.max.ms (core/retry.ts).
+ */
+const CYCLE_INITIAL_DELAY_MS = 200;
+
+/** The task's retry back-off for the connector's errors.retry.delay.max.ms. */
+export function cycleBackoff(delayMaxMs: number): BackoffBounds {
+  return { initialDelayMs: Math.min(CYCLE_INITIAL_DELAY_MS, delayMaxMs), maxDelayMs: delayMaxMs };
+}
 /**
  * A partition waiting for a record's schema: the first wait, and the longest. Shorter than the registry's
  * unknown-id grace period (default 60 s), so a schema that appears is picked up within seconds.
@@ -132,7 +146,8 @@ export class SinkTask {
   private readonly writer: SinkWriter;
   private readonly channel: TaskChannel;
   private readonly consumed = { recordsConsumed: 0, bytesConsumed: 0 };
-  private readonly backoff = new Backoff(CYCLE_BACKOFF);
+  private readonly backoff: Backoff;
+  private readonly backoffBounds: BackoffBounds;
   private readonly holds: PartitionHolds;
   private stopping = false;
   /** What `pause()`/`resume()` asked for, and what the loop has made of it. */
@@ -140,8 +155,12 @@ export class SinkTask {
   private paused = false;
   /** Topics this task handled a record of since it started or `forgetTopics()` (Connect's active topics). */
   private readonly topicsSeen = new Set<string>();
-  /** Consecutive abandoned cycles (cleared by a poll that goes through), for the status's explanation. */
-  private retrying: { readonly sinceMs: number; count: number; error: string } | undefined;
+  /**
+   * Consecutive failures (cleared by a committed cycle, or a step that goes through with no partition to
+   * commit), for the status's explanation and errors.retry.timeout. `cycles`: cycles committed before the
+   * first failure.
+   */
+  private retrying: { readonly sinceMs: number; count: number; error: string; readonly cycles: number } | undefined;
   /** Set by `fail()`: the worker failed the connector (a table stopped); the loop ends with it. */
   private failure: FatalError | undefined;
 
@@ -151,6 +170,8 @@ export class SinkTask {
     this.log = deps.log.child({ connector: deps.connector.name, task: deps.taskId });
     this.now = deps.nowMs ?? Date.now;
     const { connector } = deps;
+    this.backoffBounds = cycleBackoff(connector.errors.retryDelayMaxMs);
+    this.backoff = new Backoff(this.backoffBounds, deps.random);
     this.writer = new SinkWriter({
       connector,
       taskId: deps.taskId,
@@ -188,7 +209,9 @@ export class SinkTask {
       ...(deps.maxControlRecordBytes === undefined ? {} : { maxControlRecordBytes: deps.maxControlRecordBytes }),
       ...(deps.onAnnounced === undefined ? {} : { onAnnounced: deps.onAnnounced }),
     });
-    const waitBounds = deps.schemaWaitBackoff ?? SCHEMA_WAIT_BACKOFF;
+    // errors.retry.delay.max.ms caps these waits too: a registry that is down is infrastructure like any other.
+    const cap = connector.errors.retryDelayMaxMs;
+    const waitBounds = deps.schemaWaitBackoff ?? { initialDelayMs: Math.min(SCHEMA_WAIT_BACKOFF.initialDelayMs, cap), maxDelayMs: Math.min(SCHEMA_WAIT_BACKOFF.maxDelayMs, cap) };
     this.holds = new PartitionHolds({ source: deps.source, log: this.log, now: this.now, backoff: () => new Backoff(waitBounds, deps.random) });
   }
 
@@ -222,7 +245,7 @@ export class SinkTask {
   get progressNote(): string | undefined {
     const notes: string[] = [];
     const r = this.retrying;
-    if (r !== undefined) notes.push(`cycle abandoned ${r.count} time(s) in a row since ${new Date(r.sinceMs).toISOString()}, reading again from the committed offsets: ${r.error}`);
+    if (r !== undefined) notes.push(`retrying: ${r.count} failure(s) in a row since ${new Date(r.sinceMs).toISOString()}, no cycle committed since; reading again from the committed offsets: ${r.error}`);
     const held = this.holds.describe();
     if (held !== undefined) notes.push(held);
     return notes.length === 0 ? undefined : notes.join('\n');
@@ -263,8 +286,7 @@ export class SinkTask {
         try {
           if (this.pauseWanted || this.paused) await this.pausedStep();
           else await this.pollOnce();
-          this.backoff.reset();
-          this.retrying = undefined;
+          this.recovered();
         } catch (e) {
           await this.retryLater(e);
         }
@@ -313,7 +335,10 @@ export class SinkTask {
       } catch (e) {
         // Only this record's partition waits for its schema; any other failure is the cycle's.
         if (!isSchemaUnavailable(e)) throw e;
-        if (!channel.needsRewind) await holds.hold(r, e);
+        if (!channel.needsRewind) {
+          await holds.hold(r, e);
+          this.checkHoldTimeout(e);
+        }
       }
       if (channel.needsRewind) return;
     }
@@ -391,9 +416,11 @@ export class SinkTask {
       try {
         await this.d.producer.initTransactions();
         this.backoff.reset();
+        this.retrying = undefined;
         return;
       } catch (e) {
         if (!(e instanceof RetriableError) || this.stopping) throw e;
+        this.failedAgain(e);
         const delay = this.backoff.next();
         this.log.warn('could not register the transactional id; retrying', { transactionalId: this.d.producer.transactionalId, error: errorMessage(e), retryInMs: delay });
         await (this.d.sleep ?? sleep)(delay);
@@ -404,11 +431,62 @@ export class SinkTask {
   private async retryLater(e: unknown): Promise<void> {
     if (isFenced(e) || !(e instanceof RetriableError) || this.failure !== undefined) throw this.failure ?? e;
     if (!this.channel.needsRewind) await this.channel.abandon(e);
-    this.retrying = { sinceMs: this.retrying?.sinceMs ?? this.now(), count: (this.retrying?.count ?? 0) + 1, error: errorMessage(e) };
+    this.failedAgain(e);
     // A transaction the broker made us abort is a rebalance under way, not trouble: it does not grow the wait.
-    const delay = requiresAbort(e) ? CYCLE_BACKOFF.initialDelayMs : this.backoff.next();
+    const delay = requiresAbort(e) ? this.backoffBounds.initialDelayMs : this.backoff.next();
     this.log.warn('cycle abandoned; reading again from the committed offsets', { error: errorMessage(e), consecutive: this.backoff.count, retryInMs: delay });
     await (this.d.sleep ?? sleep)(delay);
+  }
+
+  /**
+   * One more consecutive failure: recorded for the status; past a positive errors.retry.timeout the task
+   * fails, naming the cause — not restartable, since the operator asked to be told rather than retried.
+   */
+  private failedAgain(e: RetriableError): void {
+    const now = this.now();
+    const r = (this.retrying ??= { sinceMs: now, count: 0, error: '', cycles: this.channel.metrics.cyclesCommitted });
+    r.count++;
+    r.error = errorMessage(e);
+    const limit = this.d.connector.errors.retryTimeoutMs;
+    if (limit !== null && now - r.sinceMs >= limit) {
+      throw new FatalError(
+        `errors.retry.timeout (${limit} ms) passed: infrastructure failing for ${now - r.sinceMs} ms since ${new Date(r.sinceMs).toISOString()} ` +
+          `(${r.count} failure(s) in a row, no cycle committed); last error: ${r.error}. The task stays FAILED: restart it once the cause is fixed ` +
+          `(nothing was lost: it reads again from the committed offsets), or set errors.retry.timeout=0 to retry without limit`,
+        { cause: e, context: { retryTimeoutMs: limit, failures: r.count } },
+      );
+    }
+  }
+
+  /**
+   * errors.retry.timeout applies to a partition waiting for its record's schema as to failed cycles: past it
+   * (counted from the hold's first wait) the task fails, naming the registry's answer.
+   */
+  private checkHoldTimeout(e: RetriableError): void {
+    const limit = this.d.connector.errors.retryTimeoutMs;
+    const since = this.holds.oldestSinceMs();
+    const now = this.now();
+    if (limit === null || since === undefined || now - since < limit) return;
+    throw new FatalError(
+      `errors.retry.timeout (${limit} ms) passed: a partition has waited ${now - since} ms since ${new Date(since).toISOString()} for a record's schema from the registry; ` +
+        `last error: ${errorMessage(e)}. The task stays FAILED: restart it once the registry answers (nothing was lost: it reads again from the committed offsets), ` +
+        `or set errors.retry.timeout=0 to wait without limit`,
+      { cause: e, context: { retryTimeoutMs: limit } },
+    );
+  }
+
+  /**
+   * A step went through: the failures in a row are over once a cycle committed since the first of them, or
+   * when the task holds no partition (nothing left to commit). A poll alone proves little: after a rewind the
+   * records are read again without trouble, and only the cycle's end reaches the store, catalog and broker.
+   */
+  private recovered(): void {
+    const r = this.retrying;
+    if (r === undefined) return;
+    if (this.channel.metrics.cyclesCommitted > r.cycles || this.d.source.assignment().length === 0) {
+      this.backoff.reset();
+      this.retrying = undefined;
+    }
   }
 }
 

@@ -1,10 +1,12 @@
 /**
  * Icefloe's fault-injection proxy for tests: a transparent HTTP forwarder in front of the real S3
- * store and the real Iceberg REST catalog, into which tests arm faults through a small JSON control API.
+ * store, the real Iceberg REST catalog and the real schema registry, into which tests arm faults through a
+ * small JSON control API.
  *
  *   node test/fault-proxy/server.ts \
  *     --route s3=127.0.0.1:9100=http://127.0.0.1:9000 \
  *     --route catalog=127.0.0.1:8182=http://127.0.0.1:8181 \
+ *     --route registry=127.0.0.1:8082=http://127.0.0.1:8081 \
  *     --control 127.0.0.1:9199
  *
  * `--route NAME=LISTEN_HOST:PORT=UPSTREAM_URL` (repeatable) and `--control HOST:PORT`.

@@ -110,6 +110,18 @@ export function connectWorkerUrl(): string {
 }
 
 /**
+ * The schema registry's URL through the fault proxy (scripts/stack.d/proxy.sh's registry route). Apart from
+ * stackEndpoints() for the same reason as connectWorkerUrl: a proxy started before the route existed lacks
+ * it, and only the tests that cut the registry should fail for that, naming the fix.
+ */
+export function proxyRegistryUrl(): string {
+  const file = endpointsFile();
+  const url = readEndpoints(file).get('ICEFLOE_PROXY_REGISTRY_URL');
+  if (url === undefined) throw new Error(`${file} lacks ICEFLOE_PROXY_REGISTRY_URL (the fault proxy's registry route): run scripts/stack stop proxy && scripts/stack start proxy`);
+  return url;
+}
+
+/**
  * Fails with `<service> at host:port is not reachable` unless something accepts TCP connections there.
  * Smoke tests call it first so that a stopped service reads as that service being down, not as a
  * client library's time-out several seconds later.

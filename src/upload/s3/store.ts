@@ -36,7 +36,7 @@ import type {
   PutObjectCommandOutput,
   UploadPartCommandOutput,
 } from '@aws-sdk/client-s3';
-import { ConfigError, FatalError, IcefloeError, RetriableError } from '../../core/errors.ts';
+import { ConfigError, errorMessage, FatalError, IcefloeError, RetriableError } from '../../core/errors.ts';
 import { checkBounds, retry, systemClock } from '../../core/retry.ts';
 import type { RetryBounds, RetryClock } from '../../core/retry.ts';
 import { formatLocation, parseLocation } from '../location.ts';
@@ -200,6 +200,15 @@ function describe(e: unknown): { status?: number; awsCode?: string; errno?: stri
   return out;
 }
 
+/** What went wrong with an S3 call, on one line: the S3 error code, the HTTP status, the socket error, the message. */
+function s3Cause(e: unknown, c: { status?: number; awsCode?: string; errno?: string; timedOutAfterMs?: number }): string {
+  if (c.timedOutAfterMs !== undefined) return `no answer within ${c.timedOutAfterMs} ms (the request timed out)`;
+  const parts = [c.awsCode, c.status === undefined ? undefined : `HTTP ${c.status}`, c.errno].filter((x): x is string => x !== undefined && x !== '');
+  const message = errorMessage(e).replace(/\s+/g, ' ').trim();
+  if (message !== '' && !parts.includes(message)) parts.push(message);
+  return parts.length === 0 ? 'no answer' : parts.join(', ');
+}
+
 function rangeHeader(range: ByteRange): string | undefined {
   if ('suffix' in range) return `bytes=-${range.suffix}`;
   if (range.end === undefined) return `bytes=${range.start}-`;
@@ -263,18 +272,19 @@ export class S3ObjectStore implements ObjectStore {
           return await fn(signal === undefined ? timeout : AbortSignal.any([signal, timeout]));
         } catch (e) {
           if (e instanceof IcefloeError) throw e;
-          throw this.#translate(e, classifyS3Error(e, timeout.aborted), op, location, attempt);
+          throw this.#translate(e, classifyS3Error(e, timeout.aborted), op, location, attempt, timeout.aborted ? this.#timeoutMs : undefined);
         }
       },
       { bounds: this.#retry, clock: this.#clock, random: this.#random, signal, retriable: (e) => e instanceof RetriableError },
     );
   }
 
-  #translate(e: unknown, kind: S3ErrorKind, op: string, location: string, attempts: number): IcefloeError {
-    const context = { op, location, attempts, ...describe(e) };
+  #translate(e: unknown, kind: S3ErrorKind, op: string, location: string, attempts: number, timedOutAfterMs?: number): IcefloeError {
+    const context = { op, location, attempts, ...describe(e), ...(timedOutAfterMs === undefined ? {} : { timedOutAfterMs }) };
     switch (kind) {
       case 'retriable':
-        return new RetriableError(`S3 ${op} ${location} failed after ${attempts} attempt(s)`, { cause: e, context });
+        // The cause in the message: it is what a task's status shows while the store is away (SlowDown, 503, a time-out, a refused connection).
+        return new RetriableError(`S3 ${op} ${location} failed after ${attempts} attempt(s): ${s3Cause(e, context)}`, { cause: e, context });
       case 'not-found':
         return new ObjectNotFoundError(location, { cause: e, context });
       case 'precondition-failed':

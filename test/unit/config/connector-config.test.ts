@@ -49,7 +49,7 @@ test('a minimal config gets the Apache sink\'s defaults', () => {
   assert.equal(c.catalog.name, 'iceberg');
   assert.equal(c.catalog.type, 'rest');
   assert.equal(c.catalog.fromWorker, false);
-  assert.deepEqual(c.errors, { tolerance: 'none', logEnable: false, logIncludeMessages: false, deadLetterTopic: null, deadLetterTable: null, recordMaxBytes: 0 });
+  assert.deepEqual(c.errors, { tolerance: 'none', logEnable: false, retryTimeoutMs: null, retryDelayMaxMs: 60000, logIncludeMessages: false, deadLetterTopic: null, deadLetterTable: null, recordMaxBytes: 0 });
   assert.equal(c.keyConverter, null);
   assert.equal(c.valueConverter, null);
   assert.deepEqual(c.warnings, []);
@@ -116,8 +116,6 @@ test('keys Icefloe does not act on yet fail validation with "not supported yet",
     'predicates.notTombstone.type': 'org.apache.kafka.connect.transforms.predicates.RecordIsTombstone',
     'header.converter': 'org.apache.kafka.connect.json.JsonConverter',
     'header.converter.schemas.enable': 'false',
-    'errors.retry.timeout': '-1',
-    'errors.retry.delay.max.ms': '1000',
     'iceberg.tables.default-id-columns': 'id',
     'iceberg.table.sales.orders.id-columns': 'order_id, line',
     'iceberg.control.commit.threads': '4',
@@ -297,7 +295,7 @@ test('catalog: types rest, sql and jdbc; S3 settings typed; secrets wrapped', ()
   assert.equal(c.catalog.name, 'icefloe');
   assert.equal(c.catalog.token?.reveal(), 'tok');
   assert.equal(String(c.catalog.token), HIDDEN);
-  assert.deepEqual(JSON.parse(JSON.stringify(c.catalog.s3)), { endpoint: 'http://127.0.0.1:9000', region: 'us-east-1', pathStyleAccess: true, accessKeyId: 'AK', secretAccessKey: HIDDEN, sessionToken: null });
+  assert.deepEqual(JSON.parse(JSON.stringify(c.catalog.s3)), { endpoint: 'http://127.0.0.1:9000', region: 'us-east-1', pathStyleAccess: true, accessKeyId: 'AK', secretAccessKey: HIDDEN, sessionToken: null, requestTimeoutMs: null });
   assert.equal(c.catalog.props.token, 'tok', 'the adapter gets the raw catalog properties');
 
   const sql = { ...BASE, 'iceberg.catalog.type': 'jdbc', 'iceberg.catalog.uri': 'jdbc:postgresql://u:p@127.0.0.1:5432/iceberg', 'iceberg.catalog.warehouse': 's3://w/' };
@@ -456,6 +454,8 @@ test('dead-letter settings: a topic and a table with errors.tolerance=all; refus
   assert.deepEqual(c.errors, {
     tolerance: 'all',
     logEnable: true,
+    retryTimeoutMs: null,
+    retryDelayMaxMs: 60000,
     logIncludeMessages: true,
     deadLetterTopic: { topic: 'orders-dlq', replicationFactor: 1, contextHeaders: true },
     deadLetterTable: 'sales.orders_dlq',
@@ -471,4 +471,22 @@ test('dead-letter settings: a topic and a table with errors.tolerance=all; refus
   assert.deepEqual(errorsOf({ ...noTopics, ...dlq, 'topics.regex': 'orders.*' })['topics.regex'], ["The DLQ topic 'orders-dlq' may not be matched by the regex for the topics ('topics.regex=orders.*') consumed by the connector"]);
   assert.match(errorsOf({ ...BASE, ...dlq, 'icefloe.errors.deadletterqueue.table.name': 'sales.orders' })['icefloe.errors.deadletterqueue.table.name']?.[0] ?? '', /may not be a table the records route to/);
   assert.ok(errorsOf({ ...BASE, ...dlq, 'icefloe.errors.deadletterqueue.table.name': 'nodot' })['icefloe.errors.deadletterqueue.table.name'] !== undefined);
+});
+
+test('errors.retry.timeout and errors.retry.delay.max.ms: 0 and -1 retry without limit, N > 0 bounds it; out-of-range values fail validation', () => {
+  assert.equal(parseConnectorConfig({ ...BASE, 'errors.retry.timeout': '-1' }).errors.retryTimeoutMs, null);
+  assert.equal(parseConnectorConfig({ ...BASE, 'errors.retry.timeout': '0' }).errors.retryTimeoutMs, null);
+  const c = parseConnectorConfig({ ...BASE, 'errors.retry.timeout': '300000', 'errors.retry.delay.max.ms': '5000' });
+  assert.deepEqual([c.errors.retryTimeoutMs, c.errors.retryDelayMaxMs], [300000, 5000]);
+  assert.deepEqual(errorsOf({ ...BASE, 'errors.retry.timeout': '-2', 'errors.retry.delay.max.ms': '0' }), {
+    'errors.retry.timeout': ['Invalid value -2 for configuration errors.retry.timeout: Value must be at least -1'],
+    'errors.retry.delay.max.ms': ['Invalid value 0 for configuration errors.retry.delay.max.ms: Value must be at least 1'],
+  });
+});
+
+test('iceberg.catalog.s3.request-timeout-ms: one S3 request\'s time-out in ms, a whole number of at least 1', () => {
+  assert.equal(parseConnectorConfig({ ...BASE, 'iceberg.catalog.s3.request-timeout-ms': '2000' }).catalog.s3.requestTimeoutMs, 2000);
+  assert.deepEqual(errorsOf({ ...BASE, 'iceberg.catalog.s3.request-timeout-ms': '0' }), {
+    'iceberg.catalog.s3.request-timeout-ms': ['Invalid value 0 for configuration iceberg.catalog.s3.request-timeout-ms: Expected a whole number of milliseconds, at least 1'],
+  });
 });

@@ -27,6 +27,7 @@ import type { SchemaResolver } from '../../../src/decode/registry-port.ts';
 import type { BackoffBounds } from '../../../src/core/retry.ts';
 import { SinkTask } from '../../../src/runtime/task.ts';
 import { MemoryObjectStore } from '../../../src/upload/memory.ts';
+import type { MemoryOperation } from '../../../src/upload/memory.ts';
 import { readBack } from '../write/helpers.ts';
 
 export const TOPIC = 'orders';
@@ -65,11 +66,13 @@ export interface RigOptions {
   readonly config?: Readonly<Record<string, string>>;
   /** The schema registry of a registry converter (e.g. Avro with a fake registry). */
   readonly resolver?: SchemaResolver;
+  /** Called before each object-store operation; throwing fails it (an outage of the store). */
+  readonly beforeStoreOperation?: (op: MemoryOperation, location: string) => void;
 }
 
 export class Rig {
   readonly kafka = new MemoryKafka();
-  readonly store = new MemoryObjectStore();
+  readonly store: MemoryObjectStore;
   /** The in-memory catalog (src/commit/memory.ts), with its fault queues and hooks. */
   readonly memoryCatalog: MemoryCatalog;
   readonly catalog: Catalog;
@@ -81,6 +84,7 @@ export class Rig {
 
   constructor(options: RigOptions = {}) {
     this.resolver = options.resolver;
+    this.store = new MemoryObjectStore(options.beforeStoreOperation === undefined ? {} : { beforeOperation: options.beforeStoreOperation });
     this.kafka.createTopic(TOPIC, options.partitions ?? 2);
     this.kafka.createTopic(CONTROL, 1, { 'cleanup.policy': 'delete' });
     this.memoryCatalog = new MemoryCatalog({ store: this.store, warehouse: 'memory://warehouse' });
@@ -118,7 +122,10 @@ export class Rig {
   }
 
   /** Starts a task (its own consumer and transactional producer) and runs it until stopped. */
-  startTask(taskId: number, options: { crash?: CrashPoints; onAnnounced?: () => void; schemaWaitBackoff?: BackoffBounds; random?: () => number } = {}): RunningTask {
+  startTask(
+    taskId: number,
+    options: { crash?: CrashPoints; onAnnounced?: () => void; schemaWaitBackoff?: BackoffBounds; random?: () => number; nowMs?: () => number; sleep?: (ms: number) => Promise<void> } = {},
+  ): RunningTask {
     const clientId = `orders-sink-${taskId}-${randomUUID().slice(0, 4)}`;
     const source = this.kafka.createSource({ groupId: `connect-${this.connector.name}`, clientId });
     const producer = this.kafka.createProducer(`${this.connector.name}-${taskId}`);
@@ -133,7 +140,8 @@ export class Rig {
       keyConverter: 'string',
       crash: options.crash ?? NO_CRASH_POINTS,
       log: recordingLogger(this.log),
-      sleep: () => new Promise((resolve) => setTimeout(resolve, 1)),
+      sleep: options.sleep ?? (() => new Promise((resolve) => setTimeout(resolve, 1))),
+      ...(options.nowMs === undefined ? {} : { nowMs: options.nowMs }),
       ...(options.onAnnounced === undefined ? {} : { onAnnounced: options.onAnnounced }),
       ...(options.schemaWaitBackoff === undefined ? {} : { schemaWaitBackoff: options.schemaWaitBackoff }),
       ...(options.random === undefined ? {} : { random: options.random }),
