@@ -13,7 +13,7 @@
  *
  * Tombstones are not bad records: skipped and counted in both modes, never dead-lettered. A schema id the
  * registry does not know is retried (SchemaUnavailableError, never a DataError) until the registry
- * confirms it unknown; only then is it a bad record. See docs/errors-data.md for the operator's view.
+ * confirms it unknown; only then is it a bad record. See docs/errors.md for the operator's view.
  */
 import assert from 'node:assert/strict';
 import { createServer } from 'node:http';
