@@ -647,7 +647,9 @@ async function runWorker(options: StandaloneOptions, mode: 'standalone' | 'distr
       if (cluster !== undefined) sharedCatalogOnly(parse(raw));
     },
     parse,
-    checkStart: (raw) => checkStartConfig(raw, validation),
+    // Once per start, not a client's request: the catalog gets longer to answer than validate's time box
+    // (a worker starting among others on a busy machine), and one that does not answer still starts it.
+    checkStart: (raw) => checkStartConfig(raw, { ...validation, probeTimeoutMs: START_PROBE_TIMEOUT_MS }),
     offsets: herderOffsets(worker, settings, log),
     tables: herderTables(settings, log),
     plugins: { plugins: (only) => plugins.plugins(only), pluginConfig: (p) => plugins.pluginConfig(p), validate: (p, c) => validateConfig(p, c, validation) },
@@ -692,6 +694,9 @@ async function runWorker(options: StandaloneOptions, mode: 'standalone' | 'distr
     },
   };
 }
+
+/** How long a connector's start waits for the catalog to say whether its tables exist. */
+const START_PROBE_TIMEOUT_MS = 15_000;
 
 /** The worker that runs tasks and committers (in a cluster: its share, committers under a lease). */
 function buildWorker(options: StandaloneOptions, worker: WorkerConfig, settings: ClientSettings, log: Logger, logLevel: string, logOutput: LogOutput, cluster: ClusterParts | undefined): StandaloneWorker {
