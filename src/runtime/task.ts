@@ -9,12 +9,13 @@
  * attempt is in the log and in the status (`progressNote`). Infrastructure failures never reach
  * errors.tolerance (the writer applies it to data errors only). The back-off grows with consecutive
  * failures up to errors.retry.delay.max.ms; a positive errors.retry.timeout fails the task once failures
- * went on that long without a committed cycle, or a partition waited that long for its schema (an operator's alert; a FatalError, so the worker does not
- * restart it). "Consecutive" ends with a committed cycle, not with a poll that went through: after a
- * rewind the records are read again without trouble, and only the cycle's end reaches the store, the
- * catalog or the broker's transaction again. A transaction the broker made us abort (the group generation
- * moved on: a rebalance under way) is the protocol working, so it does not grow the back-off. Anything else (fenced, a bad configuration, a
- * data error the configuration does not tolerate) fails the task. A producer the broker left in a state it
+ * went on that long without a committed cycle, or a partition waited that long for its schema (an
+ * operator's alert; a FatalError, so the worker does not restart it). "Consecutive" ends with a committed
+ * cycle, not with a poll that went through: after a rewind the records are read again without trouble,
+ * and only the cycle's end reaches the store, the catalog or the broker's transaction again. A
+ * transaction the broker made us abort (the group generation moved on: a rebalance under way) is the
+ * protocol working, so it does not grow the back-off. Anything else (fenced, a bad configuration, a data
+ * error the configuration does not tolerate) fails the task. A producer the broker left in a state it
  * cannot leave (a broker restart mid-transaction) is re-created by the channel within the same retry.
  *
  * Restarts: `restartable(error)` tells the worker whether a failed task may succeed as a new incarnation
