@@ -164,6 +164,8 @@ export class SinkWriter implements CycleWriter {
   private letters: OutgoingRecord[] = [];
   /** The dead-letter table's sink once opened, and the probe of its partition values when it is partitioned. */
   private deadLetterSink: TableSink | undefined;
+  /** The opening in progress: a record's failed copies are dead-lettered at once, and must share one sink. */
+  private deadLetterOpening: Promise<TableSink> | undefined;
   private deadLetterProbe: RecordProbe | undefined;
   private readonly hasDeadLetters: boolean;
   private readonly letterSource: DeadLetterSource;
@@ -445,7 +447,7 @@ export class SinkWriter implements CycleWriter {
     }
     if (deadLetterTopic !== null) this.letters.push(deadLetterTopicRecord(letter, deadLetterTopic.topic, deadLetterTopic.contextHeaders, this.letterSource));
     if (deadLetterTable === null) return;
-    const sink = this.deadLetterSink ?? (await this.openDeadLetterTable(deadLetterTable));
+    const sink = this.deadLetterSink ?? (await (this.deadLetterOpening ??= this.openDeadLetterTable(deadLetterTable).finally(() => (this.deadLetterOpening = undefined))));
     const value = deadLetterRow(letter, this.letterSource);
     const row: RawRecord = { ...r, value, headers: [] };
     let flush: DataFileWriter | undefined;

@@ -14,6 +14,8 @@ import type { RegisteredSchema, SchemaResolver } from '../../../src/decode/regis
 import { parseIdentifier } from '../../../src/commit/port.ts';
 import { createTable } from '../../../src/commit/table-ops.ts';
 import type { Schema } from '../../../src/iceberg/types.ts';
+import { currentSchema } from '../../../src/iceberg/metadata.ts';
+import { readBack } from '../write/helpers.ts';
 import { expected, logged, Rig, sortCoordinates, TABLE, TOPIC, until } from './rig.ts';
 
 const ORDER = { type: 'record', name: 'Order', fields: [{ name: 'n', type: 'long' }] } as const;
@@ -203,6 +205,31 @@ test('errors.tolerance=all, two tables: a record that fails for one table is in 
   assert.deepEqual(await commitAll(rig, 'db.wide'), expected({ 0: all }), 'db.wide holds every record that fits it');
   assert.deepEqual(sortCoordinates(await rig.tableCoordinates('db.narrow')), expected({ 0: small }), 'db.narrow holds the ones that fit it');
   assert.equal(neither, 12n);
+});
+
+test('errors.tolerance=all with a dead-letter table, three tables: each failed copy of a record is one dead-letter row naming its table, the first ones too', async (t) => {
+  // db.narrow and db.narrow2 both refuse a value beyond 2^31: the first such record dead-letters two copies
+  // at once, while the dead-letter table is still being opened (both must land in the one sink).
+  const rig = await new Rig({ partitions: 1, config: { 'iceberg.tables': 'db.wide,db.narrow,db.narrow2', 'iceberg.tables.auto-create-enabled': 'false', 'errors.tolerance': 'all', 'icefloe.errors.deadletterqueue.table.name': 'db.dlq' } }).init();
+  t.after(() => rig.close());
+  await twoTables(rig);
+  await createTable({ catalog: rig.catalog, store: rig.store }, parseIdentifier('db.narrow2'), { schema: (await rig.catalog.loadTable(parseIdentifier('db.narrow'))).metadata.schemas[0] as Schema });
+  const big: bigint[] = [];
+  for (let i = 0; i < 6; i++) {
+    const n = i % 2 === 0 ? 2 ** 40 + i : i;
+    const [offset] = rig.kafka.produce(TOPIC, 0, [{ value: JSON.stringify({ n }) }]);
+    if (n > 2 ** 31) big.push(offset as bigint);
+  }
+  const task = rig.startTask(0);
+  await until('read', () => task.task.metrics.recordsConsumed >= 6);
+  await task.stop();
+  assert.equal(task.task.metrics.deadLettered, big.length * 2, 'one dead letter per failed copy');
+  await rig.committer().round();
+  const dlq = parseIdentifier('db.dlq');
+  const schema = currentSchema((await rig.catalog.loadTable(dlq)).metadata);
+  const rows: string[] = [];
+  for (const path of await rig.tableFiles('db.dlq')) for (const r of (await readBack(await rig.store.get(path), schema)).rows) rows.push(`${String(r['table'])} ${String(r['offset'])}`);
+  assert.deepEqual(rows.sort(), big.flatMap((o) => [`db.narrow ${o}`, `db.narrow2 ${o}`]).sort());
 });
 
 test('errors.tolerance=none, two tables: a record that fails for one table fails the task naming the record and the table; nothing of it is committed', async (t) => {
