@@ -59,8 +59,16 @@ export class ConfluentControlTopicReader implements ControlTopicReader {
   }
 
   private async offsets(from: readonly TopicPartitionOffset[], spec: RdKafka.OffsetSpec, isolationLevel: RdKafka.IsolationLevel): Promise<Map<string, bigint>> {
-    const got = await call<RdKafka.ListOffsetsResult[]>('read-control', (cb) =>
-      this.#admin.listOffsets(from.map((p) => ({ topic: p.topic, partition: p.partition, offset: spec })), { timeout: LIST_TIMEOUT_MS, isolationLevel }, cb));
+    let got: RdKafka.ListOffsetsResult[];
+    try {
+      got = await call<RdKafka.ListOffsetsResult[]>('read-control', (cb) =>
+        this.#admin.listOffsets(from.map((p) => ({ topic: p.topic, partition: p.partition, offset: spec })), { timeout: LIST_TIMEOUT_MS, isolationLevel }, cb));
+    } catch (e) {
+      // The whole request failed (seen after broker restarts: `Local: No such entry`, round after round
+      // until librdkafka's periodic metadata refresh, minutes later): refresh now, as for a fenced epoch.
+      for (const topic of new Set(from.map((p) => p.topic))) await this.refreshMetadata(topic);
+      throw e;
+    }
     const out = new Map<string, bigint>();
     for (const r of got) {
       if (r.error !== undefined) {
