@@ -36,7 +36,7 @@ import { assertExactlyOnce, coordinateKey } from '../helpers/exactly-once.ts';
 import type { Coordinates } from '../helpers/exactly-once.ts';
 import { FAST_GROUP, kafkaSettings, pollUntil, unique } from '../helpers/kafka.ts';
 import { readTable } from '../helpers/readers.ts';
-import { committedRecords, e2eResources, PROCESS_WORKER, registryConverter, sinkConnector, uniqueIdent } from '../helpers/sink-e2e.ts';
+import { avroFramed, committedRecords, e2eResources, PROCESS_WORKER, registryConverter, sinkConnector, uniqueIdent } from '../helpers/sink-e2e.ts';
 import { stackEndpoints } from '../helpers/stack.ts';
 import { startWorker, taskFailures } from '../helpers/worker.ts';
 import type { WorkerProcess } from '../helpers/worker.ts';
@@ -56,14 +56,6 @@ function runCli(args: readonly string[]): Promise<{ code: number | null; stdout:
   });
 }
 const MAX_BYTES = 2000;
-
-function framed(id: number, type: avro.Type, value: unknown): Buffer {
-  const body = type.toBuffer(value);
-  const out = Buffer.alloc(5 + body.length);
-  out.writeUInt32BE(id, 1);
-  body.copy(out, 5);
-  return out;
-}
 
 async function until(w: WorkerProcess, what: string, check: () => boolean, timeoutMs = 120_000): Promise<void> {
   const deadline = Date.now() + timeoutMs;
@@ -138,9 +130,9 @@ test('bad records go to the dead-letter topic and table exactly once, across a c
       case 'firstByteOne':
         return Buffer.from([1, 0, 0, 0, 1, 2, 3]);
       case 'oversize':
-        return framed(strictId, strictType, { seq, label: 'x'.repeat(MAX_BYTES) });
+        return avroFramed(strictId, strictType, { seq, label: 'x'.repeat(MAX_BYTES) });
       case 'nullLabel':
-        return framed(looseId, looseType, { seq, label: null });
+        return avroFramed(looseId, looseType, { seq, label: null });
     }
   };
   const kinds: Record<number, Kind[]> = { 0: ['text', 'oversize', 'nullLabel', 'twoBytes'], 1: ['nullLabel', 'firstByteOne', 'oversize', 'text'] };
@@ -148,7 +140,7 @@ test('bad records go to the dead-letter topic and table exactly once, across a c
   let seq = 0;
   for (const p of [0, 1]) {
     for (const bad of [...(kinds[p] ?? []), undefined]) {
-      for (let i = 0; i < 5; i++, seq++) plan.push({ partition: p, key: `k${seq}`, value: framed(strictId, strictType, { seq, label: `order ${seq}` }) });
+      for (let i = 0; i < 5; i++, seq++) plan.push({ partition: p, key: `k${seq}`, value: avroFramed(strictId, strictType, { seq, label: `order ${seq}` }) });
       if (bad !== undefined) plan.push({ partition: p, key: `k${seq}`, value: poison(bad, seq++), bad });
     }
   }
@@ -207,7 +199,7 @@ test('bad records go to the dead-letter topic and table exactly once, across a c
     await until(worker, 'every record committed to its table', () => committedRecords(worker, table) >= good.length && committedRecords(worker, dlqTable) >= bad.size);
     // Good records only, in later cycles: their transactions carry no dead letter again.
     const more: typeof plan = [];
-    for (let i = 0; i < 10; i++, seq++) more.push({ partition: i % 2, key: `k${seq}`, value: framed(strictId, strictType, { seq, label: `order ${seq}` }) });
+    for (let i = 0; i < 10; i++, seq++) more.push({ partition: i % 2, key: `k${seq}`, value: avroFramed(strictId, strictType, { seq, label: `order ${seq}` }) });
     plan.push(...more);
     const later = await send(more);
     coords.push(...later);

@@ -30,7 +30,7 @@ import type { RuleSpec } from '../fault-proxy/client.ts';
 import { assertExactlyOnce } from '../helpers/exactly-once.ts';
 import type { Coordinates } from '../helpers/exactly-once.ts';
 import { kafkaSettings, unique } from '../helpers/kafka.ts';
-import { committedRecords, e2eResources, PROCESS_WORKER, sinkConnector, stopWorker, uniqueIdent } from '../helpers/sink-e2e.ts';
+import { avroFramed, committedRecords, e2eResources, PROCESS_WORKER, sinkConnector, stopWorker, uniqueIdent } from '../helpers/sink-e2e.ts';
 import { ensureStarted, restoreServiceAfter, stopService } from '../helpers/stack-services.ts';
 import { proxyRegistryUrl, stackEndpoints } from '../helpers/stack.ts';
 import { startWorker, taskFailures } from '../helpers/worker.ts';
@@ -48,11 +48,7 @@ function orderSchema(name: string): { type: 'record'; name: string; fields: { na
 }
 
 function framed(id: number, type: avro.Type, seq: number): Buffer {
-  const body = type.toBuffer({ seq, label: `order ${seq}` });
-  const out = Buffer.alloc(5 + body.length);
-  out.writeUInt32BE(id, 1);
-  body.copy(out, 5);
-  return out;
+  return avroFramed(id, type, { seq, label: `order ${seq}` });
 }
 
 /** Every text of the status that can say what is wrong, one per line. */

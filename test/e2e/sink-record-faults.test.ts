@@ -23,7 +23,7 @@ import { FaultProxy } from '../fault-proxy/client.ts';
 import { assertExactlyOnce } from '../helpers/exactly-once.ts';
 import type { Coordinates } from '../helpers/exactly-once.ts';
 import { kafkaSettings, unique } from '../helpers/kafka.ts';
-import { committedRecords, e2eResources, PROCESS_WORKER, registryConverter, sinkConnector, stopWorker, uniqueIdent } from '../helpers/sink-e2e.ts';
+import { avroFramed, committedRecords, e2eResources, PROCESS_WORKER, registryConverter, sinkConnector, stopWorker, uniqueIdent } from '../helpers/sink-e2e.ts';
 import { stackEndpoints } from '../helpers/stack.ts';
 import { startWorker, taskFailures } from '../helpers/worker.ts';
 import type { WorkerProcess } from '../helpers/worker.ts';
@@ -36,11 +36,7 @@ function orderSchema(name: string): { type: 'record'; name: string; fields: { na
 }
 
 function framed(id: number, type: avro.Type, seq: number): Buffer {
-  const body = type.toBuffer({ seq, label: `order ${seq}` });
-  const out = Buffer.alloc(5 + body.length);
-  out.writeUInt32BE(id, 1);
-  body.copy(out, 5);
-  return out;
+  return avroFramed(id, type, { seq, label: `order ${seq}` });
 }
 
 async function createTopic(topic: string, partitions: number): Promise<void> {

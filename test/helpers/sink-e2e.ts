@@ -368,3 +368,12 @@ export async function produceJson(topic: string, partitions: number, records: re
     await producer.close();
   }
 }
+
+/** An Avro value in Confluent's frame, as a registry-aware producer writes it: magic byte 0, the schema id, the body. */
+export function avroFramed(id: number, type: { toBuffer(value: unknown): Buffer }, value: unknown): Buffer {
+  const body = type.toBuffer(value);
+  const out = Buffer.alloc(5 + body.length);
+  out.writeUInt32BE(id, 1);
+  body.copy(out, 5);
+  return out;
+}
