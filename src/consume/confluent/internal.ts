@@ -104,6 +104,80 @@ export function toRawRecord(m: RdKafka.Message): RawRecord {
   };
 }
 
+/**
+ * A batch as the patched binding hands it over (scripts/patch-kafka-binding.ts, "packed batches"): the
+ * keys and values of every message in one block after a table of 8 doubles per message, instead of a
+ * JavaScript object and two Buffers made in C++ per message (measured: the largest single cost of the
+ * task, docs/benchmarks.md).
+ */
+export interface PackedBatch {
+  readonly count: number;
+  /** Absent when count is 0. */
+  readonly block?: Buffer;
+  readonly topics: readonly string[];
+  /** Flat: a message index, then that message's headers in the client's form; only messages that have headers. */
+  readonly headers: readonly unknown[];
+}
+
+/** The table's columns per message (see the patch). */
+const FIELDS = 8;
+
+/**
+ * The native consume with packed batches: what the client's `consume(n)` does, minus its per-message
+ * 'data' events (nothing listens). Waits `timeoutMs` for the first message only. The native error object
+ * carries code, isFatal, isRetriable as the client's own errors do (translateKafkaError reads those).
+ */
+export function consumePacked(consumer: KafkaConsumerClient, timeoutMs: number, maxRecords: number, cb: (err: unknown, batch?: PackedBatch) => void): void {
+  (consumer as unknown as { _client: NativeConsumer })._client.consume(timeoutMs, maxRecords, true, cb, true);
+}
+
+interface NativeConsumer {
+  consume(timeoutMs: number, n: number, timeoutOnlyForFirst: boolean, cb: (err: unknown, batch?: PackedBatch) => void, packed: true): void;
+}
+
+function headersOf(client: unknown): RecordHeader[] {
+  const headers: RecordHeader[] = [];
+  for (const h of (client as Record<string, unknown>[] | undefined) ?? []) {
+    for (const [key, value] of Object.entries(h)) headers.push({ key, value: bytes(value) });
+  }
+  return headers;
+}
+
+const NO_HEADERS: readonly RecordHeader[] = Object.freeze([]);
+
+/**
+ * The batch's records, in the order consumed; `keep` filters by topic and partition before a record is
+ * made. Keys and values are Buffer views over the batch's one block (so a record kept alive keeps its
+ * batch's block alive: the block is about as large as the poll's records).
+ */
+export function packedRecords(batch: PackedBatch, keep: (topic: string, partition: number) => boolean): RawRecord[] {
+  const { count, block, topics } = batch;
+  if (count === 0 || block === undefined) return [];
+  const table = new Float64Array(block.buffer, block.byteOffset, count * FIELDS);
+  const data = block.byteOffset + count * FIELDS * 8;
+  const withHeaders = new Map<number, unknown>();
+  for (let i = 0; i + 1 < batch.headers.length; i += 2) withHeaders.set(batch.headers[i] as number, batch.headers[i + 1]);
+  const out: RawRecord[] = [];
+  for (let i = 0, f = 0; i < count; i++, f += FIELDS) {
+    const topic = topics[table[f] as number] as string;
+    const partition = table[f + 1] as number;
+    if (!keep(topic, partition)) continue;
+    const timestamp = table[f + 3] as number;
+    const keyLength = table[f + 5] as number;
+    const valueLength = table[f + 7] as number;
+    out.push({
+      topic,
+      partition,
+      offset: BigInt(table[f + 2] as number),
+      timestamp: timestamp >= 0 ? timestamp : null,
+      key: keyLength < 0 ? null : Buffer.from(block.buffer, data + (table[f + 4] as number), keyLength),
+      value: valueLength < 0 ? null : Buffer.from(block.buffer, data + (table[f + 6] as number), valueLength),
+      headers: withHeaders.size === 0 ? NO_HEADERS : headersOf(withHeaders.get(i)),
+    });
+  }
+  return out;
+}
+
 export function nextTick(): Promise<void> {
   return new Promise((resolve) => setImmediate(resolve));
 }

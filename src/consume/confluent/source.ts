@@ -34,7 +34,8 @@ import type {
 } from '../port.ts';
 import { KAFKA_CODES, translateKafkaError } from './errors.ts';
 import { Reachability } from './reachability.ts';
-import { RdKafka, call, groupMetadataHandle, nextTick, sync, toRawRecord } from './internal.ts';
+import { RdKafka, call, consumePacked, groupMetadataHandle, nextTick, packedRecords, sync } from './internal.ts';
+import type { PackedBatch } from './internal.ts';
 import type { KafkaConsumerClient } from './internal.ts';
 import { offsetFromNumber, offsetToNumber, regexSubscription, sourceConsumerConfig, sourceOffsetReset, splitTopicConfig } from './settings.ts';
 import type { ClientSettings } from './settings.ts';
@@ -357,31 +358,42 @@ export class ConfluentKafkaSource implements KafkaSource {
     try {
       await this.serveRebalances();
       const timeoutMs = Math.max(0, Math.floor(options.timeoutMs));
-      this.#consumer.setDefaultConsumeTimeout(timeoutMs);
       // Wait only for the first record; then take what is already fetched (the client's own default waits per record).
-      this.#consumer.setDefaultIsTimeoutOnlyForFirstMessage(true);
-      let messages: RdKafka.Message[];
+      let batch: PackedBatch | undefined;
       try {
-        messages = await call<RdKafka.Message[]>('poll', (cb) => this.#consumer.consume(Math.max(1, options.maxRecords), cb));
+        batch = await call<PackedBatch>('poll', (cb) => consumePacked(this.#consumer, timeoutMs, Math.max(1, options.maxRecords), cb));
       } catch (e) {
         if (e instanceof IcefloeError && e.context['kafkaCode'] === KAFKA_CODES.ERR_UNKNOWN_TOPIC_OR_PART) throw await this.unknownTopic(e);
         // librdkafka's reset error does not say which partition: find it, and say what to do.
         if (!(e instanceof IcefloeError) || e.context['kafkaCode'] !== KAFKA_CODES.ERR__AUTO_OFFSET_RESET) throw e;
         const explained = await this.findOutOfRange(this.assignment(), true);
         if (explained !== undefined) throw explained;
-        messages = []; // a partition without a committed offset was sent to its start: nothing lost, poll again
+        batch = undefined; // a partition without a committed offset was sent to its start: nothing lost, poll again
       }
       // A rebalance the consume call served is delivered through a separate async handle: let it arrive.
       await nextTick();
       const revoked = await this.serveRebalances();
-      const out: RawRecord[] = [];
-      for (const m of messages ?? []) {
-        const key = `${m.topic}[${m.partition}]`;
-        if (revoked.has(key) || !this.#assigned.has(key)) continue;
-        const record = toRawRecord(m);
+      // Records come in runs of one partition: its key and checks are made once per run.
+      let lastTopic: string | undefined;
+      let lastPartition = -1;
+      let lastKept = false;
+      const out = batch === undefined ? [] : packedRecords(batch, (topic, partition) => {
+        if (topic === lastTopic && partition === lastPartition) return lastKept;
+        lastTopic = topic;
+        lastPartition = partition;
+        const key = `${topic}[${partition}]`;
+        lastKept = !revoked.has(key) && this.#assigned.has(key);
+        if (lastKept) this.#returnedSince.add(key);
+        return lastKept;
+      });
+      let runTopic: string | undefined;
+      let runPartition = -1;
+      for (const record of out) {
+        if (record.partition === runPartition && record.topic === runTopic) continue;
+        runTopic = record.topic;
+        runPartition = record.partition;
+        const key = partitionKey(record);
         if (!this.#firstReturned.has(key)) this.#firstReturned.set(key, record.offset);
-        this.#returnedSince.add(key);
-        out.push(record);
       }
       await this.checkStalled();
       return out;
