@@ -26,7 +26,7 @@ import type { LogEnvironment, LogOutput } from './core/log-format.ts';
 import { parseConnectorConfig } from './config/connector-config.ts';
 import type { CatalogConfig, ConnectorConfig } from './config/connector-config.ts';
 import { effectiveConverter } from './config/converters.ts';
-import { parseConnectorFile, parseWorkerProperties, validateWorkerConfig } from './config/worker-config.ts';
+import { parseConnectorFile, parseWorkerProperties, standaloneIgnoredKeys, validateWorkerConfig } from './config/worker-config.ts';
 import { runPositionsTool } from './coordinate/positions-tool.ts';
 import type { PositionsAction, PositionsReport } from './coordinate/positions-tool.ts';
 import { replayTable } from './coordinate/replay.ts';
@@ -76,7 +76,6 @@ import type { RestListeners } from './rest/listeners.ts';
 import { hostname } from 'node:os';
 export { failureSummary } from './runtime/worker.ts';
 import type { OpenCommitter, TaskHandle } from './runtime/worker.ts';
-import { clusterLoggers, clusterParts, sharedCatalogOnly, warnClusterKeys } from './app/cluster.ts';
 import type { ClusterParts } from './app/cluster.ts';
 
 // ---------------------------------------------------------------------------------------------------
@@ -621,12 +620,15 @@ async function runWorker(options: StandaloneOptions, mode: 'standalone' | 'distr
   const tracker = new LogLevelTracker(levels.categoryLevels());
   const log = createLogger(logLevel, {}, logOutput, tracker);
   for (const w of worker.warnings) log.warn(w);
-  if (mode === 'standalone') warnClusterKeys(worker, log);
+  const ignored = mode === 'standalone' ? standaloneIgnoredKeys(worker) : [];
+  if (ignored.length > 0) log.warn(`${ignored.join(', ')} ${ignored.length === 1 ? 'is' : 'are'} ignored by icefloe standalone (read by icefloe distributed)`);
   const connectors = options.connectorPaths.map((p) => parseConnectorFile(readFileSync(resolvePath(options.cwd, p), 'utf8'), p));
   const settings = workerKafkaSettings(worker, worker.adminProps);
-  const cluster = mode === 'distributed'
-    ? await clusterParts(worker, { admin: settings, producer: workerKafkaSettings(worker, worker.producerProps), reader: workerKafkaSettings(worker, worker.consumerProps) }, log)
-    : undefined;
+  // Loaded only here: the cluster brings Redis and BullMQ, which standalone workers and task processes never use.
+  const clusterApp = mode === 'distributed' ? await import('./app/cluster.ts') : undefined;
+  const cluster = clusterApp === undefined
+    ? undefined
+    : await clusterApp.clusterParts(worker, { admin: settings, producer: workerKafkaSettings(worker, worker.producerProps), reader: workerKafkaSettings(worker, worker.consumerProps) }, log);
   const sw = buildWorker(options, worker, settings, log, logLevel, logOutput, cluster);
   const plugins = new ConnectorPlugins({ icefloeVersion: packageVersion() });
   const providers = configProviders(worker.configProviders, providerIO(options.env ?? {}));
@@ -644,7 +646,7 @@ async function runWorker(options: StandaloneOptions, mode: 'standalone' | 'distr
     log,
     checkConfig: async (raw) => {
       await validateForWrite(raw, validation);
-      if (cluster !== undefined) sharedCatalogOnly(parse(raw));
+      if (clusterApp !== undefined) clusterApp.sharedCatalogOnly(parse(raw));
     },
     parse,
     // Once per start, not a client's request: the catalog gets longer to answer than validate's time box
@@ -653,7 +655,7 @@ async function runWorker(options: StandaloneOptions, mode: 'standalone' | 'distr
     offsets: herderOffsets(worker, settings, log),
     tables: herderTables(settings, log),
     plugins: { plugins: (only) => plugins.plugins(only), pluginConfig: (p) => plugins.pluginConfig(p), validate: (p, c) => validateConfig(p, c, validation) },
-    loggers: cluster === undefined ? levels : clusterLoggers(levels, cluster, log),
+    loggers: cluster === undefined || clusterApp === undefined ? levels : clusterApp.clusterLoggers(levels, cluster, log),
     serverInfo: () => serverInfo(settings),
     workerId: () => self.rest?.workerId ?? `${hostname()}:${worker.rest.listeners[0]?.port ?? 8083}`,
     topicTracking: worker.rest.topicTracking,

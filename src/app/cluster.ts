@@ -120,12 +120,6 @@ async function bounded(p: Promise<unknown> | undefined, ms: number): Promise<voi
   clearTimeout(timer);
 }
 
-/** The standalone worker ignores the cluster's keys: it says so rather than leaving the user to wonder. */
-export function warnClusterKeys(worker: WorkerConfig, log: Logger): void {
-  const keys = ['group.id', 'config.storage.topic', 'status.storage.topic', 'icefloe.redis.url'].filter((k) => worker.stored()[k] !== undefined);
-  if (keys.length > 0) log.warn(`${keys.join(', ')} ${keys.length === 1 ? 'is' : 'are'} ignored by icefloe standalone (read by icefloe distributed)`);
-}
-
 /** A cluster's workers share each table: a SQLite catalog is one process's file, so it is refused there. */
 export function sharedCatalogOnly(c: ConnectorConfig): void {
   if (c.catalog.type === 'sql' && /sqlite:/i.test(c.catalog.uri)) {

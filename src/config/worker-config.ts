@@ -242,6 +242,11 @@ export function validateWorkerConfig(props: Readonly<Record<string, string>>, op
   });
 }
 
+/** The cluster's keys that `icefloe standalone` ignores (it says so rather than leaving the user to wonder). */
+export function standaloneIgnoredKeys(worker: WorkerConfig): string[] {
+  return ['group.id', 'config.storage.topic', 'status.storage.topic', 'icefloe.redis.url'].filter((k) => worker.stored()[k] !== undefined);
+}
+
 /** Parses a worker `.properties` text or throws one ConfigError listing every problem. */
 export function parseWorkerProperties(text: string, options: WorkerParseOptions): WorkerConfig {
   const v = validateWorkerConfig(parseProperties(text), options);
