@@ -119,6 +119,8 @@ export interface ConnectorConfig {
   readonly tables: TablesConfig;
   readonly control: ControlConfig;
   readonly commit: { readonly intervalMs: number; readonly maxBytes: number | null; readonly maxRecords: number | null };
+  /** icefloe.task.memory-budget-bytes: what one task's writers may hold (write/budget.ts). */
+  readonly memoryBudgetBytes: number;
   readonly catalog: CatalogConfig;
   /** Keys of the stored map that hold secrets (redacted in logs and status). */
   readonly secretKeys: readonly string[];
@@ -422,6 +424,7 @@ function build(p: ParsedConfig, options: ConnectorParseOptions): ConnectorConfig
     tables,
     control,
     commit: Object.freeze({ intervalMs: control.commitIntervalMs, maxBytes: p.number('icefloe.commit.max-bytes'), maxRecords: p.number('icefloe.commit.max-records') }),
+    memoryBudgetBytes: n(p, 'icefloe.task.memory-budget-bytes'),
     catalog,
     secretKeys: p.secretKeys(),
     warnings: p.warnings,

@@ -175,7 +175,7 @@ export class SinkWriter implements CycleWriter {
     this.log = deps.log;
     this.router = new Router(deps.connector.tables);
     this.metaFields = metadataFields(deps.connector.tables, deps.keyConverter);
-    this.budget = new WriteMemoryBudget(deps.memoryBudgetBytes ?? 256 * 1024 * 1024);
+    this.budget = new WriteMemoryBudget(deps.memoryBudgetBytes ?? deps.connector.memoryBudgetBytes);
     this.probing = this.router.routeFieldPath() !== null;
     const errors = deps.connector.errors;
     this.hasDeadLetters = errors.tolerance === 'all' && (errors.deadLetterTopic !== null || errors.deadLetterTable !== null);

@@ -13,8 +13,10 @@
  * Accepted but not applied (reported in `ignored`): write.parquet.compression-level (parquet-wasm has no
  * level setting; arrow-rs's default zstd level 1 is used), write.parquet.page-row-limit.
  * Icefloe keys:
- *   icefloe.write.row-group-buffer-bytes    cap on the raw bytes buffered per row group (default 64 MiB);
- *                                           bounds JS and wasm memory per writer
+ *   icefloe.write.row-group-buffer-bytes    cap on the raw bytes buffered per row group (default 32 MiB);
+ *                                           bounds JS and wasm memory per writer: encoding a row group
+ *                                           takes about 3× its raw bytes in parquet-wasm's memory, which
+ *                                           keeps its largest size (docs/benchmarks.md, memory)
  *   icefloe.write.row-group-rows            cap on rows per row group (default 1,000,000)
  *   icefloe.write.parquet.statistics        footer statistics: none | chunk | page (default page)
  *   icefloe.write.metadata.metrics.uuid-bounds  true: uuid columns get bounds (manifest lower/upper bounds
@@ -56,7 +58,7 @@ export const UUID_BOUNDS_KEY = 'icefloe.write.metadata.metrics.uuid-bounds';
 export const DEFAULT_WRITE_CONFIG: WriteConfig = {
   targetFileSizeBytes: 128 * MiB,
   rowGroupSizeBytes: 128 * MiB,
-  rowGroupBufferBytes: 64 * MiB,
+  rowGroupBufferBytes: 32 * MiB,
   rowGroupRows: 1_000_000,
   pageSizeBytes: 1 * MiB,
   dictSizeBytes: 2 * MiB,

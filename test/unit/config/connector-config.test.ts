@@ -46,6 +46,9 @@ test('a minimal config gets the Apache sink\'s defaults', () => {
   assert.equal(c.control.topicRetentionMs, 7 * 24 * 3600 * 1000);
   assert.equal(c.control.topicReplicationFactor, -1);
   assert.deepEqual(c.commit, { intervalMs: 300000, maxBytes: null, maxRecords: null });
+  assert.equal(c.memoryBudgetBytes, 192 * 1024 * 1024);
+  assert.equal(parseConnectorConfig({ ...BASE, 'icefloe.task.memory-budget-bytes': '1073741824' }).memoryBudgetBytes, 1073741824);
+  assert.throws(() => parseConnectorConfig({ ...BASE, 'icefloe.task.memory-budget-bytes': '1024' }), /icefloe.task.memory-budget-bytes/);
   assert.equal(c.catalog.name, 'iceberg');
   assert.equal(c.catalog.type, 'rest');
   assert.equal(c.catalog.fromWorker, false);

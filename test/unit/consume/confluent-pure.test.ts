@@ -12,6 +12,8 @@ import {
   controlReaderConfig, offsetFromNumber, offsetToNumber, regexSubscription, sourceConsumerConfig, sourceOffsetReset, splitTopicConfig,
   transactionalProducerConfig, uuidFromHalves, clusterIdFromLogLine,
 } from '../../../src/consume/confluent/settings.ts';
+import { packedRecords } from '../../../src/consume/confluent/internal.ts';
+import type { PackedBatch } from '../../../src/consume/confluent/internal.ts';
 
 const BASE = { 'bootstrap.servers': 'localhost:9092' };
 
@@ -108,6 +110,10 @@ test('settings: the source consumer enforces manual offsets, cooperative-sticky 
   assert.equal(c['auto.offset.reset'], 'error');
   assert.equal(sourceOffsetReset(BASE, { 'fetch.max.bytes': '1000' }), undefined);
   assert.equal(c['fetch.max.bytes'], '1000');
+  // A 16 MiB prefetch unless the worker or the connector set one (memory: docs/benchmarks.md).
+  assert.equal(c['queued.max.messages.kbytes'], '16384');
+  assert.equal(sourceConsumerConfig({ ...BASE, 'queued.max.messages.kbytes': '65536' }, undefined, 'g')['queued.max.messages.kbytes'], '65536');
+  assert.equal(sourceConsumerConfig(BASE, { 'queued.max.messages.kbytes': '1024' }, 'g')['queued.max.messages.kbytes'], '1024');
   assert.equal(sourceConsumerConfig(BASE, { 'auto.offset.reset': 'latest' }, 'g')['auto.offset.reset'], 'latest');
   // The worker's consumer. value, overridden by the connector's; Java and librdkafka spellings.
   assert.equal(sourceOffsetReset({ ...BASE, 'auto.offset.reset': 'smallest' }, undefined), 'earliest');
@@ -166,4 +172,38 @@ test('cluster id from librdkafka\'s metadata debug line', () => {
   assert.equal(clusterIdFromLogLine('[thrd:main]: 127.0.0.1:9092/bootstrap: ClusterId: ZgR_v0IiSVKhj9Rc8E15QQ, ControllerId: 1'), 'ZgR_v0IiSVKhj9Rc8E15QQ');
   assert.equal(clusterIdFromLogLine('Topic t partition count changed'), undefined);
   assert.equal(clusterIdFromLogLine('ClusterId: short, ControllerId: 1'), undefined);
+});
+
+/** A batch laid out as the patched binding's Pack() lays it out (scripts/patch-kafka-binding.ts). */
+function packed(messages: readonly { topic: number; partition: number; offset: number; timestamp: number; key: string | null; value: string | null }[], topics: string[], headers: unknown[] = []): PackedBatch {
+  const data = Buffer.concat(messages.flatMap((m) => [Buffer.from(m.key ?? ''), Buffer.from(m.value ?? '')]));
+  const table = new Float64Array(messages.length * 8);
+  let at = 0;
+  messages.forEach((m, i) => {
+    const key = m.key === null ? -1 : Buffer.byteLength(m.key);
+    const value = m.value === null ? -1 : Buffer.byteLength(m.value);
+    table.set([m.topic, m.partition, m.offset, m.timestamp, at, key], i * 8);
+    at += Math.max(0, key);
+    table.set([at, value], i * 8 + 6);
+    at += Math.max(0, value);
+  });
+  return { count: messages.length, block: Buffer.concat([Buffer.from(table.buffer), data]), topics, headers };
+}
+
+test('packed batches: records with keys, values, nulls, timestamps and headers as views over the one block; the filter sees topic and partition', () => {
+  const batch = packed([
+    { topic: 0, partition: 3, offset: 41, timestamp: 1700000000000, key: 'k1', value: 'v-one' },
+    { topic: 1, partition: 0, offset: 2 ** 40, timestamp: -1, key: null, value: '' },
+    { topic: 0, partition: 3, offset: 42, timestamp: 5, key: '', value: null },
+  ], ['orders', 'refunds'], [2, [{ trace: Buffer.from('t') }, { empty: null }]]);
+  const seen: string[] = [];
+  const all = packedRecords(batch, (topic, partition) => (seen.push(`${topic}/${partition}`), true));
+  assert.deepEqual(seen, ['orders/3', 'refunds/0', 'orders/3']);
+  assert.deepEqual(all.map((r) => [r.topic, r.partition, r.offset, r.timestamp]), [['orders', 3, 41n, 1700000000000], ['refunds', 0, 2n ** 40n, null], ['orders', 3, 42n, 5]]);
+  assert.deepEqual(all.map((r) => [r.key === null ? null : Buffer.from(r.key).toString(), r.value === null ? null : Buffer.from(r.value).toString()]), [['k1', 'v-one'], [null, ''], ['', null]]);
+  assert.deepEqual(all.map((r) => r.headers.map((h) => [h.key, h.value === null ? null : Buffer.from(h.value).toString()])), [[], [], [['trace', 't'], ['empty', null]]]);
+  assert.ok(Buffer.isBuffer(all[0]?.value), 'values are Buffers, as the client\'s own messages');
+  assert.equal((all[0]?.value as Buffer).buffer, batch.block?.buffer, 'a view, not a copy');
+  assert.deepEqual(packedRecords(batch, (topic) => topic === 'refunds').map((r) => r.offset), [2n ** 40n]);
+  assert.deepEqual(packedRecords({ count: 0, topics: [], headers: [] }, () => true), []);
 });
