@@ -30,7 +30,7 @@ export interface CommitterLoopOptions {
   readonly afterRound?: () => void;
 }
 
-const WAKE_DELAY_MS = 250;
+const WAKE_DELAY_MS = 100;
 const ROUND_BACKOFF: BackoffBounds = { initialDelayMs: 2_000, maxDelayMs: 30_000 };
 
 export class CommitterLoop {

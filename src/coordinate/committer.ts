@@ -134,6 +134,10 @@ export class ConnectorCommitter {
   /** The latest cycle-complete report per source partition read so far (the watermark's memory). */
   private readonly reports = new SourceReports();
   private readonly partitionCounts = new Map<string, number>();
+  /** Where the time of the current round went (the `table committed` line's stepsMs): a step's ms since the previous mark. */
+  private steps: Record<string, number> = {};
+  private stepMark = 0;
+  private roundStartMs = 0;
 
   constructor(deps: CommitterDeps) {
     this.d = deps;
@@ -141,10 +145,14 @@ export class ConnectorCommitter {
     this.now = deps.nowMs ?? Date.now;
     this.catalog = commitHooks(deps.catalog, {
       before: async () => {
+        this.step('manifests'); // appendFiles wrote the manifests and the manifest list before it commits
         deps.crash.reach('committer.before-catalog-commit');
         await deps.beforeCommit?.();
       },
-      after: () => deps.crash.reach('committer.after-catalog-commit'),
+      after: () => {
+        this.step('catalogCommit');
+        deps.crash.reach('committer.after-catalog-commit');
+      },
     });
     this.control = new ControlBuffer({ connector: deps.connector, reader: deps.reader, admin: deps.admin, log: this.log, now: this.now, onEvent: (e) => this.learn(e) });
   }
@@ -169,10 +177,22 @@ export class ConnectorCommitter {
   }
 
   /** One round over every table; returns the commits it made. */
+  /** Adds the time since the previous mark to a step of this round. */
+  private step(name: string): void {
+    const now = this.now();
+    this.steps[name] = (this.steps[name] ?? 0) + (now - this.stepMark);
+    this.stepMark = now;
+  }
+
   async round(): Promise<CommitRecord[]> {
+    this.roundStartMs = this.stepMark = this.now();
+    this.steps = {};
     const live = await this.identity();
+    this.step('identity');
     const logStart = await this.control.readNew(() => this.startPositions(live));
+    this.step('controlRead');
     const sources = await this.sourceKnowledge();
+    this.step('sourceOffsets');
     const names = [...this.tables.keys()].sort();
     const made: CommitRecord[] = [];
     const trimAt = new Map<number, bigint>();
@@ -412,7 +432,9 @@ export class ConnectorCommitter {
     const id = parseIdentifier(formatIdentifier(ref));
     const branch = this.branchOf(ref);
     for (let attempt = 1; ; attempt++) {
+      this.step('otherTables'); // the tables committed before this one in the round
       const table = await this.loadOrDropped(ref);
+      this.step('tableLoad');
       if (table === undefined) return { plan: undefined };
       const positions = readControlPositions(table.metadata, connector.name, live, branch);
       const reread = this.needsReread(table, positions, branch);
@@ -421,6 +443,7 @@ export class ConnectorCommitter {
         return { plan: undefined, reread };
       }
       const missing = await this.missingFiles(ref, positions.kind === 'positions' ? positions.positions : new Map());
+      this.step('fileChecks');
       const before = this.appliedBefore.get(name);
       const plan = planTableCommit({
         connector: connector.name,
@@ -469,6 +492,7 @@ export class ConnectorCommitter {
         if (attempt >= MAX_REPLANS) throw new RetriableError(`${name}: positions kept moving under ${MAX_REPLANS} plans (another committer for this connector?)`);
         continue; // another commit moved the positions: plan again from the reloaded table
       }
+      this.step(outcome.status === 'committed' ? 'catalogCommit' : 'other');
       const snapshot = findCommit(outcome.table.metadata, plan.commitId, branch)?.snapshotId;
       const oldest = plan.applied.map((a) => this.timestampOf(a.partition, a.offsets[0] ?? 0n)).filter((t): t is number => t !== undefined);
       const commit: CommitRecord = {
@@ -498,6 +522,10 @@ export class ConnectorCommitter {
         // committed: confirmed by the catalog's answer (`response`) or, after an unknown outcome, found by its commit id (`reload`).
         ...(outcome.status === 'committed' ? { resolvedBy: outcome.resolvedBy } : {}),
         latencyMs: commit.latencyMs,
+        // Where latencyMs went: from the oldest announcement to this round's start (the task's transaction
+        // commit, the wake-up delay, or a round already running), then the round's steps up to the answer.
+        ...(oldest.length === 0 ? {} : { waitMs: this.roundStartMs - Math.min(...oldest) }),
+        stepsMs: { ...this.steps },
         validThroughTs: plan.validThroughTs,
         // The source offsets this snapshot made visible (inclusive), for freshness measurements.
         sourceRanges: plan.sourceRanges.map((r) => ({ topic: r.topic, partition: r.partition, first: r.firstOffset.toString(), last: r.lastOffset.toString() })),

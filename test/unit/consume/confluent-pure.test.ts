@@ -139,6 +139,9 @@ test('settings: producer and control reader', () => {
   assert.throws(() => transactionalProducerConfig(BASE, undefined, ''), ConfigError);
   const r = controlReaderConfig(BASE, 'reader-1');
   assert.equal(r['isolation.level'], 'read_committed');
+  // The end of a read is an empty fetch, which the broker holds this long: 500 ms by default, in every commit's latency.
+  assert.equal(r['fetch.wait.max.ms'], '10');
+  assert.equal(controlReaderConfig({ ...BASE, 'fetch.wait.max.ms': '100' }, 'r')['fetch.wait.max.ms'], '100');
   assert.equal(r['auto.offset.reset'], 'error');
   assert.throws(() => controlReaderConfig({ ...BASE, 'isolation.level': 'read_uncommitted' }, 'r'), ConfigError);
   assert.throws(() => controlReaderConfig({ ...BASE, 'auto.offset.reset': 'earliest' }, 'r'), ConfigError);
