@@ -1,9 +1,10 @@
 /**
  * End-to-end benchmark of the sink (`npm run bench`): Kafka → `icefloe standalone` (tasks as child
- * processes, the embedded default catalog: SQLite + a local warehouse in a temp directory) → Iceberg.
- * A benchmark, not a test: it prints numbers and judges them against the targets of issue 4, it asserts
- * nothing else. Needs the local stack (Kafka, Schema Registry): `bash scripts/stack up`. Method and
- * results: docs/benchmarks.md.
+ * processes) → Iceberg, on two storage paths (--storage): `embedded` (the default catalog: SQLite + a local
+ * warehouse in a temp dir) and `s3-rest` (the stack's REST catalog on PostgreSQL, data files on S3/moto).
+ * A benchmark, not a test: it prints numbers and judges them against the targets of issue 4 and the goals
+ * of issue 15, it asserts nothing else. Needs the local stack (Kafka, Schema Registry; for s3-rest the
+ * catalog, PostgreSQL and S3): `bash scripts/stack up`. Method and results: docs/benchmarks.md.
  *
  * Phases (--phases selects them; they always run in this order):
  *  0. Produce N order events (Avro, ≈ 194 B each, fixed seed and event times) to a fresh 6-partition
@@ -15,18 +16,23 @@
  *     client alone costs per GB. (lib/bench-in-process.ts)
  *  throughputN: a worker with N tasks and a fresh connector (own name, control topic and consumer group,
  *     so it reads the topic from the start), one unpartitioned table, commit interval --interval-ms, default
- *     writer settings; measured until the committer's 'table committed' lines add up to N records: wall
- *     time from worker start, from the first assignment and "busy"; task CPU-seconds from /proc (start-up
- *     apart), the worker's and the broker's; peak RSS per process; commit latency; steady rate of full
- *     cycles. (lib/bench-load.ts)
+ *     writer settings (--set / --worker-set add keys); measured until the committer's 'table committed'
+ *     lines add up to N records: wall time from worker start, from the first assignment and "busy"; task
+ *     CPU-seconds from /proc (start-up apart, and each task's time from spawn to 'task started' and to its
+ *     first assignment), the worker's and the stack services' (broker, S3, catalog, PostgreSQL, registry:
+ *     lib/bench-services.ts); peak RSS per process; commit latency; steady rate of full cycles. Once per
+ *     --storage path. (lib/bench-load.ts, lib/bench-storage.ts)
  *  routedN: the same with the records routed by `region` (static route regexes) to three tables, each
  *     partitioned by --routed-partition-by (default `day(created_at), bucket(order_id, 16)`). --runs=N
- *     repeats the throughput and routed phases in turn; the summary and the targets use the medians.
- *  long: one task reads the whole topic in a single commit cycle (memory). (lib/bench-load.ts)
+ *     repeats the throughput and routed phases in turn (each phase on each storage path before the next
+ *     phase); the summary, the targets and the goals use the medians.
+ *  long: one task reads the whole topic in a single commit cycle (memory), on the first --storage path.
+ *     (lib/bench-load.ts)
  *  freshness: per --fresh-tasks, produce → visible at --fresh-rate for --fresh-seconds. (lib/bench-live.ts)
  *  idle: one task, records to partition 0 of 6 only: does the watermark land? (lib/bench-live.ts)
- * Everything it creates (topics, control topics, consumer groups, registry subjects, temp directories)
- * is deleted at the end, also after a failure or Ctrl-C (--keep keeps the directories).
+ * Everything it creates (topics, control topics, consumer groups, registry subjects, temp directories,
+ * s3-rest namespaces with their tables and objects) is deleted at the end, also after a failure or Ctrl-C
+ * (--keep keeps the directories and namespaces).
  *
  * Before/after: the load phases use nothing inside src/ but the CLI (`icefloe standalone`, its log lines)
  * and the generator (lib/bench-generator.ts finds it in either layout), so this script and scripts/lib/ can
@@ -42,10 +48,10 @@ import type { Bench } from './lib/bench-context.ts';
 import type { CeilingResult, ConsumeResult } from './lib/bench-in-process.ts';
 import { freshness, idlePartitions } from './lib/bench-live.ts';
 import type { FreshnessResult, IdleResult } from './lib/bench-live.ts';
-import { longCycle, throughput } from './lib/bench-load.ts';
+import { longCycle, phaseLabel, throughput } from './lib/bench-load.ts';
 import type { LongCycleResult, ThroughputResult } from './lib/bench-load.ts';
 import { USAGE, needsTopic, optionsFromArgv, parseOptions } from './lib/bench-options.ts';
-import type { BenchOptions } from './lib/bench-options.ts';
+import type { BenchOptions, StorageName } from './lib/bench-options.ts';
 import { report } from './lib/bench-report.ts';
 
 /** Produces the topic the load phases read; returns its framed bytes and schema id. */
@@ -63,7 +69,16 @@ async function run(b: Bench): Promise<string> {
   await requireReachable('Kafka', b.stack.kafkaBootstrap);
   await requireReachable('Schema Registry', b.stack.registryUrl);
   const phases = [o.ceiling && 'ceiling', o.consume && 'consume', ...o.load.map((p) => p.name), o.long && 'long', o.freshness && 'freshness', o.idle && 'idle'].filter((p) => p !== false);
-  console.log(`bench  ${b.runId}: ${o.records.toLocaleString('en-US')} order events, ${PARTITIONS} partitions, commit interval ${o.intervalMs} ms; phases ${phases.join(',')}${o.runs > 1 ? ` (load phases ×${o.runs})` : ''}; node ${process.version}; load ${load()}`);
+  const storageNeeded = o.load.length > 0 || o.long;
+  if (storageNeeded && o.storage.includes('s3-rest')) {
+    await requireReachable('Iceberg REST catalog', b.stack.catalogUri);
+    await requireReachable('S3 (moto)', b.stack.s3Endpoint);
+  }
+  const tuning = [...Object.entries(o.set).map(([k, v]) => `--set=${k}=${v}`), ...Object.entries(o.workerSet).map(([k, v]) => `--worker-set=${k}=${v}`)];
+  console.log(
+    `bench  ${b.runId}: ${o.records.toLocaleString('en-US')} order events, ${PARTITIONS} partitions, commit interval ${o.intervalMs} ms; phases ${phases.join(',')}${o.runs > 1 ? ` (load phases ×${o.runs})` : ''}` +
+      `${storageNeeded ? `; storage ${o.storage.join(',')}` : ''}${tuning.length > 0 ? `; ${tuning.join(' ')}` : ''}; node ${process.version}; load ${load()}`,
+  );
 
   const topic = `${b.runId}-orders`;
   const input = needsTopic(o) ? await produce(b, topic) : { bytes: Number.NaN, schemaId: Number.NaN };
@@ -88,17 +103,20 @@ async function run(b: Bench): Promise<string> {
   const tp: ThroughputResult[] = [];
   for (let n = 1; n <= o.runs; n++) {
     for (const phase of o.load) {
-      console.log(`  ${phase.name}${o.runs > 1 ? ` run ${n}` : ''}: ${phase.tasks} task(s), ${phase.routed ? `routed to 3 tables, partitioned by ${o.routedPartitionBy}` : 'one unpartitioned table'}; load ${load()}`);
-      const r = await throughput(b, topic, phase, n);
-      console.log(`    ${fmt(r.wallFromAssignS, 2)} s from assignment, task CPU ${fmt(r.taskCpuS, 2)} s, ${r.commits} commits, ${r.files} files`);
-      tp.push(r);
+      for (const storage of o.storage) {
+        console.log(`  ${phaseLabel(phase.name, storage)}${o.runs > 1 ? ` run ${n}` : ''}: ${phase.tasks} task(s), ${phase.routed ? `routed to 3 tables, partitioned by ${o.routedPartitionBy}` : 'one unpartitioned table'}; load ${load()}`);
+        const r = await throughput(b, topic, phase, n, storage);
+        console.log(`    ${fmt(r.wallFromAssignS, 2)} s from assignment, task CPU ${fmt(r.taskCpuS, 2)} s, ${r.commits} commits, ${r.files} files`);
+        tp.push(r);
+      }
     }
   }
 
   let long: LongCycleResult | undefined;
   if (o.long) {
-    console.log(`  one long cycle (memory): 1 task, the whole topic in one commit cycle; load ${load()}`);
-    long = await longCycle(b, topic);
+    const storage = o.storage[0] as StorageName;
+    console.log(`  one long cycle (memory) · ${storage}: 1 task, the whole topic in one commit cycle; load ${load()}`);
+    long = await longCycle(b, topic, storage);
   }
 
   const fr: FreshnessResult[] = [];

@@ -22,13 +22,21 @@ export const USAGE = `usage: node scripts/bench.ts [records] [options]
   --skip=LIST            phases to leave out of --phases (throughput / routed: all of that kind)
   --tasks=1,2            the task counts 'throughput' stands for (default 1,2)
   --runs=N               repeat the throughput and routed phases N times, interleaved (default 1)
+  --storage=LIST         storage paths of the load phases, comma-separated (default embedded,s3-rest):
+                           embedded      SQLite catalog + local warehouse in a temp directory
+                           s3-rest       the stack's REST catalog (on PostgreSQL) + data files on S3 (moto),
+                                         a fresh namespace per run, dropped (files deleted) after it
+                         throughputN and routedN run once per path; long with the first one
+  --set=KEY=VALUE        connector config key for the load phases, added or overriding (repeatable), e.g.
+                         --set=consumer.override.queued.max.messages.kbytes=16384
+  --worker-set=KEY=VALUE worker property for the load phases, added or overriding (repeatable)
   --interval-ms=5000     commit interval of the load phases
   --routed-partition-by=SPEC  partition spec of the routed tables (default "day(created_at), bucket(order_id, 16)")
   --repeat=3             ceiling runs (after a warm-up)
   --fresh-tasks=1,2 --fresh-rate=20000 --fresh-seconds=30 --idle-rate=50 --idle-seconds=20
   --logs=DIR             keep every worker's log lines there (<connector>.log)
   --profile=DIR          run the worker and its tasks of the load phases with node --cpu-prof
-  --keep                 keep the temp directories (warehouses, catalogs)
+  --keep                 keep the temp directories (warehouses, catalogs) and the s3-rest namespaces
   --out=FILE.md          also write the report there
 `;
 
@@ -40,6 +48,10 @@ export interface LoadPhase {
   readonly tasks: number;
 }
 
+/** Where a load phase's tables live (lib/bench-storage.ts). */
+export const STORAGES = ['embedded', 's3-rest'] as const;
+export type StorageName = (typeof STORAGES)[number];
+
 export interface BenchOptions {
   readonly records: number;
   readonly ceiling: boolean;
@@ -50,6 +62,12 @@ export interface BenchOptions {
   readonly freshness: boolean;
   readonly idle: boolean;
   readonly runs: number;
+  /** Storage paths of the load phases, in --storage order (long uses the first). */
+  readonly storage: readonly StorageName[];
+  /** --set: connector keys of the load phases, applied over everything the benchmark sets. */
+  readonly set: Readonly<Record<string, string>>;
+  /** --worker-set: worker properties of the load phases, applied over the benchmark's. */
+  readonly workerSet: Readonly<Record<string, string>>;
   readonly intervalMs: number;
   readonly routedPartitionBy: string;
   readonly repeat: number;
@@ -67,7 +85,10 @@ export interface BenchOptions {
 const VALUE_OPTIONS = [
   'records', 'phases', 'skip', 'tasks', 'runs', 'interval-ms', 'routed-partition-by', 'repeat',
   'fresh-tasks', 'fresh-rate', 'fresh-seconds', 'idle-rate', 'idle-seconds', 'logs', 'profile', 'out',
+  'storage',
 ];
+/** Options that may be given more than once, each a KEY=VALUE pair. */
+const PAIR_OPTIONS = ['set', 'worker-set'];
 const SIMPLE_PHASES = ['ceiling', 'consume', 'long', 'freshness', 'idle'];
 const DEFAULT_PHASES = 'ceiling,consume,throughput,routed,long,freshness,idle';
 
@@ -114,16 +135,38 @@ function expand(list: string, tasks: readonly number[], what: string): string[] 
   return out;
 }
 
+/** KEY=VALUE → [KEY, VALUE]: the key is up to the first '=', the value may hold more (and be empty). */
+function pair(name: string, text: string): [string, string] {
+  const eq = text.indexOf('=');
+  const key = eq < 0 ? '' : text.slice(0, eq).trim();
+  if (key === '') throw new UsageError(`--${name} needs KEY=VALUE, not '${text}'`);
+  return [key, text.slice(eq + 1)];
+}
+
+function storages(text: string): StorageName[] {
+  const out = [...new Set(text.split(',').map((s) => s.trim()).filter((s) => s !== ''))];
+  for (const s of out) if (!(STORAGES as readonly string[]).includes(s)) throw new UsageError(`--storage: unknown storage path '${s}' (one of ${STORAGES.join(', ')})`);
+  if (out.length === 0) throw new UsageError('--storage needs at least one storage path');
+  return out as StorageName[];
+}
+
 export function parseOptions(argv: readonly string[]): BenchOptions {
   const values = new Map<string, string>();
+  const pairs = new Map<string, Record<string, string>>(PAIR_OPTIONS.map((o) => [o, {}]));
   let keep = false;
   for (const arg of argv) {
     if (/^\d+$/.test(arg)) values.set('records', arg);
     else if (arg === '--keep') keep = true;
     else {
       const m = /^--([a-z-]+)=(.*)$/.exec(arg);
-      if (m === null || !VALUE_OPTIONS.includes(m[1] as string)) throw new UsageError(`unknown argument '${arg}'`);
-      values.set(m[1] as string, m[2] as string);
+      const name = m?.[1] as string;
+      if (m !== null && PAIR_OPTIONS.includes(name)) {
+        const [k, v] = pair(name, m[2] as string);
+        (pairs.get(name) as Record<string, string>)[k] = v;
+        continue;
+      }
+      if (m === null || !VALUE_OPTIONS.includes(name)) throw new UsageError(`unknown argument '${arg}'`);
+      values.set(name, m[2] as string);
     }
   }
   const get = (name: string, fallback: string): string => values.get(name) ?? fallback;
@@ -148,6 +191,9 @@ export function parseOptions(argv: readonly string[]): BenchOptions {
     freshness: phases.includes('freshness'),
     idle: phases.includes('idle'),
     runs: positive('runs', get('runs', '1')),
+    storage: storages(get('storage', STORAGES.join(','))),
+    set: pairs.get('set') as Record<string, string>,
+    workerSet: pairs.get('worker-set') as Record<string, string>,
     intervalMs: positive('interval-ms', get('interval-ms', '5000')),
     routedPartitionBy: partitionBy,
     repeat: positive('repeat', get('repeat', '3')),

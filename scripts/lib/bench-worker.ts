@@ -1,6 +1,7 @@
 /**
  * A worker under measurement for `npm run bench`: `icefloe standalone` as a child process (tasks as child
- * processes of it, the embedded default catalog: SQLite + a local warehouse in a temp directory), its JSON
+ * processes of it; the embedded default catalog, SQLite + a local warehouse in a temp directory, unless the
+ * spec names another catalog through connector keys), its JSON
  * log lines read into counters (assignments, task cycles, commits), and a sampler of CPU time and peak RSS
  * of every process in its process group. Uses only what every tree the benchmark is compared across has:
  * the CLI, its log lines ('task started', 'partitions assigned'/'revoked', 'cycle committed',
@@ -205,6 +206,9 @@ export interface BenchWorker {
   readonly cycleFrom: Map<number, number>;
   /** Current assignment per task. */
   readonly assigned: Map<number, Set<string>>;
+  /** Per task, the time of its first 'task started' line and of its first non-empty 'partitions assigned'. */
+  readonly taskStartedAt: Map<number, number>;
+  readonly taskAssignedAt: Map<number, number>;
   firstAssignedAt: number | undefined;
   committed: number;
 }
@@ -212,18 +216,24 @@ export interface BenchWorker {
 /** The one unpartitioned table of the throughput, long, freshness and idle phases. */
 export const ONE_TABLE: Readonly<Record<string, string>> = { 'iceberg.tables': 'bench.orders' };
 
+/** ONE_TABLE in another namespace (the s3-rest storage path: a fresh one per run in the shared catalog). */
+export function oneTable(namespace: string): Record<string, string> {
+  return { 'iceberg.tables': `${namespace}.orders` };
+}
+
 /**
  * The routed phase's tables: records routed by their `region` field (the generator's eu, us, apac) with
  * static route regexes, as connectors/static-regex-routing.json does, to three tables that share one
  * partition spec.
  */
-export function routedTables(partitionBy: string): Record<string, string> {
+export function routedTables(partitionBy: string, namespace = 'bench'): Record<string, string> {
+  const ns = namespace;
   return {
-    'iceberg.tables': 'bench.orders_eu,bench.orders_us,bench.orders_other',
+    'iceberg.tables': `${ns}.orders_eu,${ns}.orders_us,${ns}.orders_other`,
     'iceberg.tables.route-field': 'region',
-    'iceberg.table.bench.orders_eu.route-regex': 'eu(-.*)?',
-    'iceberg.table.bench.orders_us.route-regex': 'us(-.*)?',
-    'iceberg.table.bench.orders_other.route-regex': '(?!eu(-|$)|us(-|$)).*',
+    [`iceberg.table.${ns}.orders_eu.route-regex`]: 'eu(-.*)?',
+    [`iceberg.table.${ns}.orders_us.route-regex`]: 'us(-.*)?',
+    [`iceberg.table.${ns}.orders_other.route-regex`]: '(?!eu(-|$)|us(-|$)).*',
     'iceberg.tables.default-partition-by': partitionBy,
     'icefloe.tables.unrouted': 'fail',
   };
@@ -239,6 +249,15 @@ export interface WorkerSpec {
   readonly env?: Readonly<Record<string, string>>;
   /** Default: --interval-ms. */
   readonly intervalMs?: number;
+  /**
+   * Another catalog than the embedded default (SQLite + a local warehouse in the temp directory): its
+   * connector keys (`iceberg.catalog.*`, e.g. the stack's REST catalog over S3 for `npm run bench:peer`).
+   */
+  readonly catalog?: Readonly<Record<string, string>>;
+  /** Connector keys applied over everything above (--set). */
+  readonly config?: Readonly<Record<string, string>>;
+  /** Worker properties applied over the benchmark's (--worker-set). */
+  readonly workerProps?: Readonly<Record<string, string>>;
 }
 
 export function startBenchWorker(bench: Bench, spec: WorkerSpec): BenchWorker {
@@ -254,8 +273,8 @@ export function startBenchWorker(bench: Bench, spec: WorkerSpec): BenchWorker {
     env: { ICEFLOE_LOG_LEVEL: 'info', ...spec.env },
     worker: {
       'icefloe.tasks.mode': 'process',
-      'icefloe.catalog': `sqlite:${join(dir, 'catalog.db')}`,
-      'icefloe.warehouse': join(dir, 'warehouse'),
+      ...(spec.catalog === undefined ? { 'icefloe.catalog': `sqlite:${join(dir, 'catalog.db')}`, 'icefloe.warehouse': join(dir, 'warehouse') } : {}),
+      ...spec.workerProps,
     },
     connectors: [
       {
@@ -271,6 +290,8 @@ export function startBenchWorker(bench: Bench, spec: WorkerSpec): BenchWorker {
           'iceberg.tables.auto-create-enabled': 'true',
           'iceberg.control.topic': control,
           'iceberg.control.commit.interval-ms': String(spec.intervalMs ?? bench.o.intervalMs),
+          ...spec.catalog,
+          ...spec.config,
         },
       },
     ],
@@ -278,7 +299,7 @@ export function startBenchWorker(bench: Bench, spec: WorkerSpec): BenchWorker {
   bench.live.add(w);
   const sampler = new GroupSampler(w.child.pid as number);
   sampler.start();
-  return { bench, w, tail: new LogTail(w), sampler, dir, spawnedAt, name, commits: [], taskRecords: new Map(), cycleMs: [], cycles: new Map(), cycleFrom: new Map(), assigned: new Map(), firstAssignedAt: undefined, committed: 0 };
+  return { bench, w, tail: new LogTail(w), sampler, dir, spawnedAt, name, commits: [], taskRecords: new Map(), cycleMs: [], cycles: new Map(), cycleFrom: new Map(), assigned: new Map(), taskStartedAt: new Map(), taskAssignedAt: new Map(), firstAssignedAt: undefined, committed: 0 };
 }
 
 /** Reads new log lines into the worker's state. */
@@ -288,6 +309,7 @@ export function pump(b: BenchWorker): void {
     switch (l.msg) {
       case 'task started':
         if (typeof l['pid'] === 'number' && task !== undefined) b.sampler.markStarted(l['pid'], task);
+        if (task !== undefined && !b.taskStartedAt.has(task)) b.taskStartedAt.set(task, l.time);
         break;
       case 'partitions assigned':
       case 'partitions revoked': {
@@ -300,6 +322,7 @@ export function pump(b: BenchWorker): void {
         b.assigned.set(task, set);
         if (l.msg === 'partitions assigned' && set.size > 0) {
           b.firstAssignedAt ??= l.time;
+          if (!b.taskAssignedAt.has(task)) b.taskAssignedAt.set(task, l.time);
           if (!b.cycleFrom.has(task)) b.cycleFrom.set(task, l.time);
         }
         break;

@@ -1,7 +1,8 @@
 /**
  * Linux /proc readers for the benchmarks: a process's CPU time (utime + stime, all its threads), its
- * peak and current resident set (VmHWM, VmRSS), the members of a process group, and a process found by
- * its command line (the Kafka broker). Everything returns undefined for a process that is gone.
+ * peak and current resident set (VmHWM, VmRSS), the members of a process group, a process's children,
+ * and processes found by their command line (the Kafka broker). Everything returns undefined for a
+ * process that is gone.
  */
 import { execFileSync } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
@@ -22,6 +23,8 @@ export interface ProcStat {
   readonly pgrp: number;
   /** utime + stime in seconds (the process's threads; children that exited are not included). */
   readonly cpuS: number;
+  /** cutime + cstime in seconds: children that exited and were waited for (PostgreSQL's backends). */
+  readonly childrenCpuS: number;
 }
 
 export function procStat(pid: number): ProcStat | undefined {
@@ -33,9 +36,9 @@ export function procStat(pid: number): ProcStat | undefined {
   }
   // The command name (field 2) is in parentheses and may contain spaces: the fields after it are split.
   const rest = text.slice(text.lastIndexOf(')') + 2).split(' ');
-  // rest[0] is field 3 (state): ppid 4, pgrp 5, utime 14, stime 15.
+  // rest[0] is field 3 (state): ppid 4, pgrp 5, utime 14, stime 15, cutime 16, cstime 17.
   const f = (n: number): number => Number(rest[n - 3]);
-  return { pid, ppid: f(4), pgrp: f(5), cpuS: (f(14) + f(15)) / CLK_TCK };
+  return { pid, ppid: f(4), pgrp: f(5), cpuS: (f(14) + f(15)) / CLK_TCK, childrenCpuS: (f(16) + f(17)) / CLK_TCK };
 }
 
 export interface ProcMemory {
@@ -84,6 +87,24 @@ export function findProcess(pattern: RegExp): number | undefined {
     if (cmd !== undefined && pattern.test(cmd)) return pid;
   }
   return undefined;
+}
+
+/** Every process whose command line matches (several brokers, a service found without its pid file). */
+export function findProcesses(pattern: RegExp): number[] {
+  const out: number[] = [];
+  for (const pid of pids()) {
+    if (pid === process.pid) continue;
+    const cmd = procCmdline(pid);
+    if (cmd !== undefined && pattern.test(cmd)) out.push(pid);
+  }
+  return out;
+}
+
+/** Live processes whose parent is `pid` (PostgreSQL's backends under the postmaster). */
+export function childrenOf(pid: number): number[] {
+  const out: number[] = [];
+  for (const p of pids()) if (procStat(p)?.ppid === pid) out.push(p);
+  return out;
 }
 
 /** The 1, 5 and 15 minute load averages. */
