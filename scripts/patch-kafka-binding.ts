@@ -1,5 +1,5 @@
 /**
- * Two fixes to the Kafka client's native layer, then a rebuild of the addon:
+ * Two fixes and one addition to the Kafka client's native layer, then a rebuild of the addon:
  *
  * 1. A null Kafka header value stays null.
  *
@@ -21,10 +21,23 @@
  * AdminClientDescribeGroups::HandleOKCallback). Patched, the description carries its error and an empty
  * assignor, and the caller sees the error.
  *
+ * 3. Packed batches (src/workers.cc, workers.h, kafka-consumer.cc). The client's `consume(n)` makes, on the
+ * main thread, a JavaScript object per message with eight `Nan::Set`s and copies its key and value into two
+ * new Buffers (each its own backing store for the GC to track): measured, the largest single cost of a
+ * task, and the consumer alone cost about 1.4× the whole decode + Parquet encode (docs/benchmarks.md,
+ * issue 15). With a fifth argument `true` (after the callback), the native consume packs the batch on
+ * the libuv pool thread instead: every key and value copied into one malloc'd block behind a table of
+ * eight doubles per message (topic index, partition, offset, timestamp, key start/length, value
+ * start/length), the librdkafka messages freed there; the main thread wraps the block in one Buffer and
+ * converts only headers, for the messages that have any. The consume loop itself (librdkafka's
+ * `consume` per message, its rebalance and error handling) is unchanged; without the flag the
+ * client behaves as released. src/consume/confluent/internal.ts (`consumePacked`, `packedRecords`)
+ * reads it; every Kafka integration and exactly-once test runs through it.
+ *
  * Idempotent: a patched source is recognised by its marker and rebuilt only when the addon is older than
  * it. A source that no longer has the expected expression (another client version) fails loudly rather
- * than leaving the worker silently turning null into empty; the e2e test test/e2e/sink-headers.test.ts
- * checks the result through the real worker.
+ * than leaving the worker silently turning null into empty (or without packed batches); the e2e test
+ * test/e2e/sink-headers.test.ts checks header values through the real worker.
  *
  * Usage: node scripts/patch-kafka-binding.ts [node_modules dir]   (default: ./node_modules)
  */

@@ -6,6 +6,7 @@ import { RdKafka } from '@confluentinc/kafka-javascript';
 import type { ConsumerGroupMetadata, RawRecord, RecordHeader } from '../port.ts';
 import { offsetFromNumber } from './settings.ts';
 import { translateKafkaError } from './errors.ts';
+import { FatalError } from '../../core/errors.ts';
 import type { KafkaOperation } from './errors.ts';
 
 export { RdKafka };
@@ -128,8 +129,15 @@ const FIELDS = 8;
  * carries code, isFatal, isRetriable as the client's own errors do (translateKafkaError reads those).
  */
 export function consumePacked(consumer: KafkaConsumerClient, timeoutMs: number, maxRecords: number, cb: (err: unknown, batch?: PackedBatch) => void): void {
-  (consumer as unknown as { _client: NativeConsumer })._client.consume(timeoutMs, maxRecords, true, cb, true);
+  (consumer as unknown as { _client: NativeConsumer })._client.consume(timeoutMs, maxRecords, true, (err, batch) => {
+    // An addon built without the patch ignores the flag and hands over an array of messages: refuse it
+    // rather than read no records from it.
+    if ((err === null || err === undefined) && typeof batch?.count !== 'number') cb(new FatalError(UNPATCHED));
+    else cb(err, batch);
+  }, true);
 }
+
+const UNPATCHED = 'the Kafka client\'s native addon was built without Icefloe\'s patch (packed batches): run `node scripts/patch-kafka-binding.ts` after `npm ci` (the Dockerfile and scripts/quickstart do)';
 
 interface NativeConsumer {
   consume(timeoutMs: number, n: number, timeoutOnlyForFirst: boolean, cb: (err: unknown, batch?: PackedBatch) => void, packed: true): void;

@@ -12,8 +12,8 @@ import {
   controlReaderConfig, offsetFromNumber, offsetToNumber, regexSubscription, sourceConsumerConfig, sourceOffsetReset, splitTopicConfig,
   transactionalProducerConfig, uuidFromHalves, clusterIdFromLogLine,
 } from '../../../src/consume/confluent/settings.ts';
-import { packedRecords } from '../../../src/consume/confluent/internal.ts';
-import type { PackedBatch } from '../../../src/consume/confluent/internal.ts';
+import { consumePacked, packedRecords } from '../../../src/consume/confluent/internal.ts';
+import type { KafkaConsumerClient, PackedBatch } from '../../../src/consume/confluent/internal.ts';
 
 const BASE = { 'bootstrap.servers': 'localhost:9092' };
 
@@ -209,4 +209,11 @@ test('packed batches: records with keys, values, nulls, timestamps and headers a
   assert.equal((all[0]?.value as Buffer).buffer, batch.block?.buffer, 'a view, not a copy');
   assert.deepEqual(packedRecords(batch, (topic) => topic === 'refunds').map((r) => r.offset), [2n ** 40n]);
   assert.deepEqual(packedRecords({ count: 0, topics: [], headers: [] }, () => true), []);
+});
+
+test('packed batches: an addon built without the patch (an array of messages back) is refused, not read as empty', async () => {
+  const native = (answer: unknown) => ({ _client: { consume: (_t: number, _n: number, _f: boolean, cb: (err: unknown, batch?: unknown) => void) => cb(null, answer) } }) as unknown as KafkaConsumerClient;
+  const consume = (c: KafkaConsumerClient) => new Promise<unknown>((resolve, reject) => consumePacked(c, 10, 5, (err, batch) => (err === null || err === undefined ? resolve(batch) : reject(err))));
+  await assert.rejects(consume(native([{ value: Buffer.from('x') }])), (e: unknown) => e instanceof FatalError && /patch-kafka-binding/.test(e.message));
+  assert.deepEqual(await consume(native({ count: 0, topics: [], headers: [] })), { count: 0, topics: [], headers: [] });
 });
