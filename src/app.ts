@@ -77,6 +77,7 @@ import { hostname } from 'node:os';
 export { failureSummary } from './runtime/worker.ts';
 import type { OpenCommitter, TaskHandle } from './runtime/worker.ts';
 import type { ClusterParts } from './app/cluster.ts';
+import { taskForkOptions } from './app/task-fork.ts';
 
 // ---------------------------------------------------------------------------------------------------
 // Logging
@@ -285,7 +286,7 @@ const CLI_PATH = resolvePath(dirname(fileURLToPath(import.meta.url)), 'cli.ts');
 
 /** A task as a child process (`icefloe task`), spec over IPC (never argv: the config may hold secrets). */
 function startTaskProcess(spec: TaskSpec, log: Logger, onAnnounced: () => void): TaskHandle {
-  const child = fork(CLI_PATH, ['task'], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'], serialization: 'advanced' });
+  const child = fork(CLI_PATH, ['task'], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'], serialization: 'advanced', ...taskForkOptions() });
   child.send({ type: 'start', spec } satisfies ParentMessage<TaskSpec>);
   return taskProcessHandle(spec.taskId, child, log, onAnnounced);
 }
@@ -626,9 +627,7 @@ async function runWorker(options: StandaloneOptions, mode: 'standalone' | 'distr
   const settings = workerKafkaSettings(worker, worker.adminProps);
   // Loaded only here: the cluster brings Redis and BullMQ, which standalone workers and task processes never use.
   const clusterApp = mode === 'distributed' ? await import('./app/cluster.ts') : undefined;
-  const cluster = clusterApp === undefined
-    ? undefined
-    : await clusterApp.clusterParts(worker, { admin: settings, producer: workerKafkaSettings(worker, worker.producerProps), reader: workerKafkaSettings(worker, worker.consumerProps) }, log);
+  const cluster = await clusterApp?.clusterParts(worker, { admin: settings, producer: workerKafkaSettings(worker, worker.producerProps), reader: workerKafkaSettings(worker, worker.consumerProps) }, log);
   const sw = buildWorker(options, worker, settings, log, logLevel, logOutput, cluster);
   const plugins = new ConnectorPlugins({ icefloeVersion: packageVersion() });
   const providers = configProviders(worker.configProviders, providerIO(options.env ?? {}));
