@@ -239,6 +239,11 @@ export interface WorkerSpec {
   readonly env?: Readonly<Record<string, string>>;
   /** Default: --interval-ms. */
   readonly intervalMs?: number;
+  /**
+   * Another catalog than the embedded default (SQLite + a local warehouse in the temp directory): its
+   * connector keys (`iceberg.catalog.*`, e.g. the stack's REST catalog over S3 for `npm run bench:peer`).
+   */
+  readonly catalog?: Readonly<Record<string, string>>;
 }
 
 export function startBenchWorker(bench: Bench, spec: WorkerSpec): BenchWorker {
@@ -246,6 +251,7 @@ export function startBenchWorker(bench: Bench, spec: WorkerSpec): BenchWorker {
   const control = `${name}-control`;
   bench.topics.add(control);
   bench.groups.add(`connect-${name}`);
+  bench.groups.add(`cg-control-${name}`); // the committer's consumer of the control topic
   const dir = mkdtempSync(join(tmpdir(), 'icefloe-bench-'));
   bench.dirs.add(dir);
   const spawnedAt = Date.now();
@@ -254,8 +260,7 @@ export function startBenchWorker(bench: Bench, spec: WorkerSpec): BenchWorker {
     env: { ICEFLOE_LOG_LEVEL: 'info', ...spec.env },
     worker: {
       'icefloe.tasks.mode': 'process',
-      'icefloe.catalog': `sqlite:${join(dir, 'catalog.db')}`,
-      'icefloe.warehouse': join(dir, 'warehouse'),
+      ...(spec.catalog === undefined ? { 'icefloe.catalog': `sqlite:${join(dir, 'catalog.db')}`, 'icefloe.warehouse': join(dir, 'warehouse') } : {}),
     },
     connectors: [
       {
@@ -271,6 +276,7 @@ export function startBenchWorker(bench: Bench, spec: WorkerSpec): BenchWorker {
           'iceberg.tables.auto-create-enabled': 'true',
           'iceberg.control.topic': control,
           'iceberg.control.commit.interval-ms': String(spec.intervalMs ?? bench.o.intervalMs),
+          ...spec.catalog,
         },
       },
     ],

@@ -22,6 +22,8 @@ export interface ProcStat {
   readonly pgrp: number;
   /** utime + stime in seconds (the process's threads; children that exited are not included). */
   readonly cpuS: number;
+  /** cutime + cstime in seconds: children that exited and were waited for (PostgreSQL's backends). */
+  readonly childrenCpuS: number;
 }
 
 export function procStat(pid: number): ProcStat | undefined {
@@ -33,9 +35,9 @@ export function procStat(pid: number): ProcStat | undefined {
   }
   // The command name (field 2) is in parentheses and may contain spaces: the fields after it are split.
   const rest = text.slice(text.lastIndexOf(')') + 2).split(' ');
-  // rest[0] is field 3 (state): ppid 4, pgrp 5, utime 14, stime 15.
+  // rest[0] is field 3 (state): ppid 4, pgrp 5, utime 14, stime 15, cutime 16, cstime 17.
   const f = (n: number): number => Number(rest[n - 3]);
-  return { pid, ppid: f(4), pgrp: f(5), cpuS: (f(14) + f(15)) / CLK_TCK };
+  return { pid, ppid: f(4), pgrp: f(5), cpuS: (f(14) + f(15)) / CLK_TCK, childrenCpuS: (f(16) + f(17)) / CLK_TCK };
 }
 
 export interface ProcMemory {
