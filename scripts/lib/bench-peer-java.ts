@@ -283,12 +283,13 @@ export class JavaWorker {
     }
   }
 
-  /** Creates (or reconfigures) a connector through the REST API; resolves when the worker answered. */
+  /** Creates (or reconfigures) a connector through the REST API; resolves, once answered, with when it was asked. */
   async putConnector(c: JavaConnector, config: Record<string, string>): Promise<number> {
     this.watch(c);
+    const at = Date.now(); // the worker may start the task (and log its assignment) before it answers
     const r = await fetch(`${this.url}/connectors/${encodeURIComponent(c.name)}/config`, { method: 'PUT', headers: { 'content-type': 'application/json' }, body: JSON.stringify(config) });
     if (!r.ok) throw new Error(`PUT connector ${c.name}: HTTP ${r.status} ${await r.text()}`);
-    return Date.now();
+    return at;
   }
 
   async deleteConnector(name: string): Promise<void> {

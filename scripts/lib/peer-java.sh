@@ -86,7 +86,6 @@ case "${1:-}" in
     echo "KAFKA_VERSION=$KAFKA_VERSION"
     echo "ICEBERG_VERSION=$ICEBERG_VERSION"
     echo "CONVERTER_VERSION=$PEER_CONVERTER_VERSION"
-    echo "LOG4J_CONFIG=$ICEFLOE_ROOT/infra/kafka/log4j2.properties"
     ;;
   *) die "usage: bash scripts/lib/peer-java.sh install" ;;
 esac
