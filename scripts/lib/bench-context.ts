@@ -77,6 +77,37 @@ function adminCall(what: string, call: (cb: (err: RdKafka.LibrdKafkaError | null
   return new Promise((res) => call((err) => (err ? (console.error(`  cleanup: ${what}: ${err.message}`), res()) : res())));
 }
 
+/** Error codes of a group that does not exist (nothing to remove) and of one that still has members. */
+const GROUP_ID_NOT_FOUND = 69;
+const NON_EMPTY_GROUP = 68;
+
+function deleteGroupsOnce(admin: RdKafka.IAdminClient, groups: string[]): Promise<{ groupId: string; errorCode: number | undefined; message: string | undefined }[]> {
+  return new Promise((res) =>
+    admin.deleteGroups(groups, { timeout: 10_000 }, (err, results) => {
+      if (err) console.error(`  cleanup: consumer groups: ${err.message}`);
+      res((results ?? []).map((r) => ({ groupId: r.groupId, errorCode: r.errorCode, message: r.error?.message })));
+    }),
+  );
+}
+
+/**
+ * Deletes consumer groups. A group that still has a member is tried again for up to a minute: a consumer
+ * of a process that exited without leaving its group (the Java Iceberg sink's coordinator) stays a member
+ * until its session times out (45 s by default).
+ */
+async function deleteGroups(admin: RdKafka.IAdminClient, groups: string[]): Promise<void> {
+  let left = groups;
+  const until = Date.now() + 60_000;
+  for (;;) {
+    const failed = (await deleteGroupsOnce(admin, left)).filter((r) => r.errorCode !== undefined && r.errorCode !== 0 && r.errorCode !== GROUP_ID_NOT_FOUND);
+    const busy = failed.filter((r) => r.errorCode === NON_EMPTY_GROUP);
+    for (const r of failed) if (r.errorCode !== NON_EMPTY_GROUP || Date.now() > until) console.error(`  cleanup: consumer group ${r.groupId}: ${r.message ?? r.errorCode}`);
+    if (busy.length === 0 || Date.now() > until) return;
+    left = busy.map((r) => r.groupId);
+    await sleep(5000);
+  }
+}
+
 async function removeAll(b: Bench): Promise<void> {
   for (const w of b.live) await w.kill().catch(() => undefined);
   b.live.clear();
@@ -85,7 +116,7 @@ async function removeAll(b: Bench): Promise<void> {
     const admin = RdKafka.AdminClient.create({ 'bootstrap.servers': b.stack.kafkaBootstrap });
     try {
       for (const t of b.topics) await adminCall(`topic ${t}`, (cb) => admin.deleteTopic(t, 10_000, cb));
-      if (b.groups.size > 0) await adminCall('consumer groups', (cb) => admin.deleteGroups([...b.groups], { timeout: 10_000 }, cb));
+      if (b.groups.size > 0) await deleteGroups(admin, [...b.groups]);
     } finally {
       admin.disconnect();
     }

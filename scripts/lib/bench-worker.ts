@@ -265,6 +265,7 @@ export function startBenchWorker(bench: Bench, spec: WorkerSpec): BenchWorker {
   const control = `${name}-control`;
   bench.topics.add(control);
   bench.groups.add(`connect-${name}`);
+  bench.groups.add(`cg-control-${name}`); // the committer's consumer of the control topic
   const dir = mkdtempSync(join(tmpdir(), 'icefloe-bench-'));
   bench.dirs.add(dir);
   const spawnedAt = Date.now();
