@@ -153,6 +153,9 @@ export class ConfluentControlTopicReader implements ControlTopicReader {
             if (r.offset + 1n >= end) open.delete(key);
             if (records.length >= maxRecords || bytes >= maxBytes) break;
           }
+          // Stopped by a bound: the batch's EOF events may lie past records this read did not return
+          // (they arrive with the batch, after its messages), so they must not move `reached` there.
+          if (records.length >= maxRecords || bytes >= maxBytes) break;
           for (const key of [...open]) {
             const eofAt = this.#eof.get(key);
             const end = target.get(key) ?? 0n;
