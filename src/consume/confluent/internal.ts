@@ -154,11 +154,11 @@ function headersOf(client: unknown): RecordHeader[] {
 const NO_HEADERS: readonly RecordHeader[] = Object.freeze([]);
 
 /**
- * The batch's records, in the order consumed; `keep` filters by topic and partition before a record is
- * made. Keys and values are Buffer views over the batch's one block (so a record kept alive keeps its
+ * The batch's records, in the order consumed; `keep` filters by topic and partition (and sees the offset)
+ * before a record is made. Keys and values are Buffer views over the batch's one block (so a record kept alive keeps its
  * batch's block alive: the block is about as large as the poll's records).
  */
-export function packedRecords(batch: PackedBatch, keep: (topic: string, partition: number) => boolean): RawRecord[] {
+export function packedRecords(batch: PackedBatch, keep: (topic: string, partition: number, offset: bigint) => boolean): RawRecord[] {
   const { count, block, topics } = batch;
   if (count === 0 || block === undefined) return [];
   const table = new Float64Array(block.buffer, block.byteOffset, count * FIELDS);
@@ -169,14 +169,15 @@ export function packedRecords(batch: PackedBatch, keep: (topic: string, partitio
   for (let i = 0, f = 0; i < count; i++, f += FIELDS) {
     const topic = topics[table[f] as number] as string;
     const partition = table[f + 1] as number;
-    if (!keep(topic, partition)) continue;
+    const offset = BigInt(table[f + 2] as number);
+    if (!keep(topic, partition, offset)) continue;
     const timestamp = table[f + 3] as number;
     const keyLength = table[f + 5] as number;
     const valueLength = table[f + 7] as number;
     out.push({
       topic,
       partition,
-      offset: BigInt(table[f + 2] as number),
+      offset,
       timestamp: timestamp >= 0 ? timestamp : null,
       key: keyLength < 0 ? null : Buffer.from(block.buffer, data + (table[f + 4] as number), keyLength),
       value: valueLength < 0 ? null : Buffer.from(block.buffer, data + (table[f + 6] as number), valueLength),

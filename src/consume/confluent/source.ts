@@ -373,28 +373,22 @@ export class ConfluentKafkaSource implements KafkaSource {
       // A rebalance the consume call served is delivered through a separate async handle: let it arrive.
       await nextTick();
       const revoked = await this.serveRebalances();
-      // Records come in runs of one partition: its key and checks are made once per run.
+      // Records come in runs of one partition: its key and checks are made once per run, at its first record.
       let lastTopic: string | undefined;
       let lastPartition = -1;
       let lastKept = false;
-      const out = batch === undefined ? [] : packedRecords(batch, (topic, partition) => {
+      const out = batch === undefined ? [] : packedRecords(batch, (topic, partition, offset) => {
         if (topic === lastTopic && partition === lastPartition) return lastKept;
         lastTopic = topic;
         lastPartition = partition;
         const key = `${topic}[${partition}]`;
         lastKept = !revoked.has(key) && this.#assigned.has(key);
-        if (lastKept) this.#returnedSince.add(key);
+        if (lastKept) {
+          this.#returnedSince.add(key);
+          if (!this.#firstReturned.has(key)) this.#firstReturned.set(key, offset);
+        }
         return lastKept;
       });
-      let runTopic: string | undefined;
-      let runPartition = -1;
-      for (const record of out) {
-        if (record.partition === runPartition && record.topic === runTopic) continue;
-        runTopic = record.topic;
-        runPartition = record.partition;
-        const key = partitionKey(record);
-        if (!this.#firstReturned.has(key)) this.#firstReturned.set(key, record.offset);
-      }
       await this.checkStalled();
       return out;
     } finally {
