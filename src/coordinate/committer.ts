@@ -176,7 +176,6 @@ export class ConnectorCommitter {
     return this.control.behind();
   }
 
-  /** One round over every table; returns the commits it made. */
   /** Adds the time since the previous mark to a step of this round. */
   private step(name: string): void {
     const now = this.now();
@@ -184,6 +183,7 @@ export class ConnectorCommitter {
     this.stepMark = now;
   }
 
+  /** One round over every table; returns the commits it made. */
   async round(): Promise<CommitRecord[]> {
     this.roundStartMs = this.stepMark = this.now();
     this.steps = {};

@@ -155,8 +155,8 @@ const NO_HEADERS: readonly RecordHeader[] = Object.freeze([]);
 
 /**
  * The batch's records, in the order consumed; `keep` filters by topic and partition (and sees the offset)
- * before a record is made. Keys and values are Buffer views over the batch's one block (so a record kept alive keeps its
- * batch's block alive: the block is about as large as the poll's records).
+ * before a record is made. Keys and values are Buffer views over the batch's one block, so a record kept
+ * alive keeps its batch's block alive (about as large as the poll's records).
  */
 export function packedRecords(batch: PackedBatch, keep: (topic: string, partition: number, offset: bigint) => boolean): RawRecord[] {
   const { count, block, topics } = batch;
