@@ -34,7 +34,7 @@
  * the cycle (the caller resumes, aborts, re-creates and rewinds).
  */
 import { ConfigError, IcefloeError, RetriableError } from '../../core/errors.ts';
-import { TransactionCallTimedOutError, isFenced } from '../port.ts';
+import { TransactionAbortRequiredError, TransactionCallTimedOutError, isFenced } from '../port.ts';
 import type { ConsumerGroupMetadata, OutgoingRecord, TopicPartitionOffset, TransactionalProducer } from '../port.ts';
 import { KAFKA_CODES, explainFence, translateKafkaError } from './errors.ts';
 import { Reachability } from './reachability.ts';
@@ -70,8 +70,15 @@ export function transactionCallTimeoutMs(transactionTimeout: string | undefined)
 /** How long a disconnect may take before a client is abandoned (a stuck one must not hold the task). */
 const CLOSE_TIMEOUT_MS = 10_000;
 
-/** A time-out of a resumable call (commit, abort) as `TransactionCallTimedOutError`; others unchanged. */
-function resumable(operation: string, e: unknown): unknown {
+/**
+ * A time-out of a resumable call (commit, abort) as `TransactionCallTimedOutError`; others unchanged. A
+ * commit that failed because the transaction's own records timed out carries the same code
+ * (ERR__TIMED_OUT, "N message(s) timed out") but requires an abort: resuming it fails again at once, and a
+ * task did so in a tight loop, hundreds of thousands of times, after a frozen broker came back (CI, e2e
+ * sink-broker-freeze).
+ */
+export function resumable(operation: string, e: unknown): unknown {
+  if (e instanceof TransactionAbortRequiredError) return e;
   if (!(e instanceof RetriableError) || e.context['kafkaCode'] !== KAFKA_CODES.ERR__TIMED_OUT) return e;
   if (operation === 'commit-transaction') return new TransactionCallTimedOutError('commitTransaction', `${e.message}: the commit goes on in the background; resume it by committing again`, { cause: e, context: e.context });
   if (operation === 'abort-transaction') return new TransactionCallTimedOutError('abortTransaction', `${e.message}: the abort goes on in the background; resume it by aborting again`, { cause: e, context: e.context });

@@ -6,7 +6,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { ConfigError, FatalError, RetriableError } from '../../../src/core/errors.ts';
-import { TransactionAbortRequiredError, isFenced, requiresAbort, requiresProducerReset } from '../../../src/consume/port.ts';
+import { TransactionAbortRequiredError, TransactionCallTimedOutError, isFenced, requiresAbort, requiresProducerReset } from '../../../src/consume/port.ts';
 import { KAFKA_CODES, explainFence, translateKafkaError } from '../../../src/consume/confluent/errors.ts';
 import {
   controlReaderConfig, offsetFromNumber, offsetToNumber, regexSubscription, sourceConsumerConfig, sourceOffsetReset, splitTopicConfig,
@@ -14,6 +14,7 @@ import {
 } from '../../../src/consume/confluent/settings.ts';
 import { consumePacked, packedRecords } from '../../../src/consume/confluent/internal.ts';
 import type { KafkaConsumerClient, PackedBatch } from '../../../src/consume/confluent/internal.ts';
+import { resumable } from '../../../src/consume/confluent/producer.ts';
 
 const BASE = { 'bootstrap.servers': 'localhost:9092' };
 
@@ -216,4 +217,12 @@ test('packed batches: an addon built without the patch (an array of messages bac
   const consume = (c: KafkaConsumerClient) => new Promise<unknown>((resolve, reject) => consumePacked(c, 10, 5, (err, batch) => (err === null || err === undefined ? resolve(batch) : reject(err))));
   await assert.rejects(consume(native([{ value: Buffer.from('x') }])), (e: unknown) => e instanceof FatalError && /patch-kafka-binding/.test(e.message));
   assert.deepEqual(await consume(native({ count: 0, topics: [], headers: [] })), { count: 0, topics: [], headers: [] });
+});
+
+test('a commit whose records timed out must be aborted, not resumed; a commit call that timed out is resumed', () => {
+  const timedOutRecords = translateKafkaError({ code: KAFKA_CODES.ERR__TIMED_OUT, message: '2 message(s) timed out on control [0]', isFatal: false, isRetriable: false, isTxnRequiresAbort: true }, 'commit-transaction');
+  assert.ok(resumable('commit-transaction', timedOutRecords) instanceof TransactionAbortRequiredError);
+  const timedOutCall = translateKafkaError({ code: KAFKA_CODES.ERR__TIMED_OUT, message: 'Local: Timed out', isFatal: false, isRetriable: true, isTxnRequiresAbort: false }, 'commit-transaction');
+  assert.ok(resumable('commit-transaction', timedOutCall) instanceof TransactionCallTimedOutError);
+  assert.ok(resumable('abort-transaction', timedOutCall) instanceof TransactionCallTimedOutError);
 });
