@@ -38,7 +38,11 @@ export interface RunStorage {
 
 const root = new URL('../../', import.meta.url);
 
-/** The catalog keys of connectors/orders-avro-s3-rest.json with the stack's endpoints (as test/helpers/sink-e2e.ts's restCatalogKeys). */
+/**
+ * The catalog keys of connectors/orders-avro-s3-rest.json with the stack's endpoints. The same as
+ * test/helpers/sink-e2e.ts's restCatalogKeys, kept apart on purpose: the bench scripts are copied into
+ * older checkouts to measure them ("Before and after"), which have neither that helper nor always the file.
+ */
 export function restCatalogKeys(b: Bench): Record<string, string> {
   const file = new URL('connectors/orders-avro-s3-rest.json', root);
   const fromFile = existsSync(file)
