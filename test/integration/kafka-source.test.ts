@@ -178,3 +178,65 @@ test('KafkaSource: cooperative rebalance; onRevoked commits its cycle and finish
   const more = await pollUntil(b, (g) => bRecords.length + g.length >= 1);
   assert.deepEqual([...bRecords, ...more].map((r) => `${text(r.value)}@${r.offset}`), ['after@10']);
 });
+
+test('KafkaSource: the consume issued ahead: position, pause, seek and a smaller maxRecords see only what poll returned; every offset once, in order', async (t) => {
+  const topic = unique('src-ahead');
+  await withTopics(t, [{ name: topic, partitions: 2 }]);
+  const perPartition = 120;
+  await produce(Array.from({ length: 2 * perPartition }, (_, i) => ({ topic, partition: i % 2, value: `v${i}` })));
+  const source = await ConfluentKafkaSource.connect({ settings: await kafkaSettings(), overrides: FAST_GROUP, groupId: unique('connect-ahead') });
+  t.after(() => source.close());
+  await source.subscribe({ kind: 'list', topics: [topic] }, NO_LISTENER);
+  const tp0 = { topic, partition: 0 };
+  const tp1 = { topic, partition: 1 };
+  const got: RawRecord[] = [];
+  const take = async (maxRecords: number): Promise<RawRecord[]> => {
+    const batch = await source.poll({ maxRecords, timeoutMs: 200 });
+    assert.ok(batch.length <= maxRecords, `at most ${maxRecords} records, got ${batch.length}`);
+    got.push(...batch);
+    return batch;
+  };
+  const next = (partition: number): bigint | null => {
+    const mine = got.filter((r) => r.partition === partition);
+    return mine.length === 0 ? null : (mine.at(-1) as RawRecord).offset + 1n;
+  };
+  // Small batches while the client holds everything fetched: each poll leaves a consume of 10 more ahead.
+  while (got.length === 0) await take(10);
+  await sleep(500);
+  await take(10);
+  await sleep(300); // the consume ahead has settled: the client's own position is 10 records further
+  assert.deepEqual(source.position([tp0, tp1]).map((p) => p.offset), [next(0), next(1)], 'position: the first offset not returned, not how far the client read ahead');
+
+  // Paused after a poll: what was read ahead of it is not returned, and comes after the resume. The
+  // partition of the last record returned is the one the consume ahead most likely went on reading.
+  await take(10);
+  await sleep(300);
+  const held = { topic, partition: (got.at(-1) as RawRecord).partition };
+  source.pause([held]);
+  const heldBefore = got.filter((r) => r.partition === held.partition).length;
+  for (let i = 0; i < 4; i++) await take(10);
+  assert.equal(got.filter((r) => r.partition === held.partition).length, heldBefore, 'a paused partition returns nothing, read ahead or not');
+  source.resume([held]);
+
+  // Sought after a poll: the next record of the partition is the one sought.
+  await take(10);
+  const seekTo = (next(1) ?? 0n) > 3n ? (next(1) as bigint) - 3n : 0n;
+  await source.seek({ ...tp1, offset: seekTo });
+  got.splice(0, got.length, ...got.filter((r) => r.partition !== 1 || r.offset < seekTo));
+  const afterSeek: RawRecord[] = [];
+  while (!afterSeek.some((r) => r.partition === 1)) afterSeek.push(...(await take(10)));
+  assert.equal(afterSeek.find((r) => r.partition === 1)?.offset, seekTo, 'after a seek the partition goes on from the offset sought');
+
+  // Fewer records asked for than the consume ahead took: the rest is given back, not lost.
+  await take(10);
+  await sleep(200);
+  await take(2);
+  const end = Date.now() + 15_000;
+  while (got.length < 2 * perPartition && Date.now() < end) await take(50);
+  await sleep(300);
+  await take(50); // nothing more: none twice
+  for (const partition of [0, 1]) {
+    const offsets = got.filter((r) => r.partition === partition).map((r) => Number(r.offset));
+    assert.deepEqual(offsets, Array.from({ length: perPartition }, (_, i) => i), `partition ${partition}: every offset once, in order`);
+  }
+});

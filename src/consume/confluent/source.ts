@@ -20,8 +20,16 @@
  * fetching the partition: every `stallCheckMs` the positions of idle, unpaused partitions are checked
  * against their log ranges, so such a stall fails too instead of going silent.
  *
+ * Fetching overlaps processing (issue 15): as poll() returns records it issues the next consume at once,
+ * with no wait, so librdkafka's queue is copied and packed on the libuv pool thread while the caller
+ * handles the batch (`Ahead`). The next poll() returns those records, but a partition's records are
+ * dropped when it was sought, assigned or revoked since (the seek or the assignment decides where reading
+ * goes on; a seek waits for the consume in flight, so no record after the seek is in it), and given back —
+ * sought to the first of them — when it was paused since or the caller now asks for fewer records.
+ * position() reports where the caller stands (the first offset not returned), not how far the client read.
+ *
  * Owns: the consumer's lifecycle, rebalance sequencing, start positions, record conversion. Must not:
- * commit offsets (only the transactional producer does), buffer records beyond what one poll asked for.
+ * commit offsets (only the transactional producer does), hold more than one poll's records ahead.
  */
 import { ConfigError, IcefloeError, RetriableError } from '../../core/errors.ts';
 import { SILENT_LOGGER } from '../../core/log.ts';
@@ -57,6 +65,18 @@ export interface SourceOptions {
 const OFFSET_BEGINNING = -2;
 const OFFSET_END = -1;
 
+/** The consume issued as poll() returned (see the module header). */
+interface Ahead {
+  readonly maxRecords: number;
+  /** The consumer's positions when it was issued: position() reports these while its records are not returned. */
+  readonly positions: ReadonlyMap<string, bigint | null>;
+  /** Partitions sought, assigned or revoked since it was issued: their records in it are dropped. */
+  readonly stale: Set<string>;
+  settled: Promise<void>;
+  batch?: PackedBatch;
+  error?: unknown;
+}
+
 interface RebalanceEvent {
   readonly kind: 'assign' | 'revoke' | 'error';
   readonly partitions: TopicPartition[];
@@ -83,6 +103,7 @@ export class ConfluentKafkaSource implements KafkaSource {
   #listener: RebalanceListener | undefined;
   #closing = false;
   #polling = false;
+  #ahead: Ahead | undefined;
 
   private constructor(groupId: string, consumer: KafkaConsumerClient, options: SourceOptions) {
     this.groupId = groupId;
@@ -149,6 +170,7 @@ export class ConfluentKafkaSource implements KafkaSource {
       for (const p of partitions) {
         this.#assigned.set(partitionKey(p), p);
         this.#firstReturned.delete(partitionKey(p));
+        this.#ahead?.stale.add(partitionKey(p));
       }
     } else {
       if (eager) this.#consumer.unassign();
@@ -157,6 +179,7 @@ export class ConfluentKafkaSource implements KafkaSource {
         this.#assigned.delete(partitionKey(p));
         this.#firstReturned.delete(partitionKey(p));
         this.#paused.delete(partitionKey(p));
+        this.#ahead?.stale.add(partitionKey(p));
       }
     }
   }
@@ -164,6 +187,7 @@ export class ConfluentKafkaSource implements KafkaSource {
   /** Assigns partitions already assigned again, at the given starts (the others keep their positions). */
   private reassign(starts: ReadonlyMap<string, StartPosition>): void {
     const tps = [...starts.keys()].map((k) => this.#assigned.get(k)).filter((p): p is TopicPartition => p !== undefined);
+    for (const k of starts.keys()) this.#ahead?.stale.add(k);
     if (this.#consumer.rebalanceProtocol() === 'EAGER') {
       // assign() replaces the whole assignment: every other partition is given its current position.
       const keep = new Map<string, StartPosition>(starts);
@@ -356,12 +380,23 @@ export class ConfluentKafkaSource implements KafkaSource {
     if (this.#polling) throw new RetriableError('KafkaSource.poll is already running: poll from one loop only');
     this.#polling = true;
     try {
+      // The consume issued ahead settles first: a rebalance served now marks its partitions stale in it.
+      const ahead = this.#ahead;
+      await ahead?.settled;
       await this.serveRebalances();
+      this.#ahead = undefined;
       const timeoutMs = Math.max(0, Math.floor(options.timeoutMs));
-      // Wait only for the first record; then take what is already fetched (the client's own default waits per record).
+      const maxRecords = Math.max(1, options.maxRecords);
+      const fromAhead = ahead !== undefined && (ahead.error !== undefined || (ahead.batch?.count ?? 0) > 0);
       let batch: PackedBatch | undefined;
       try {
-        batch = await call<PackedBatch>('poll', (cb) => consumePacked(this.#consumer, timeoutMs, Math.max(1, options.maxRecords), cb));
+        if (fromAhead) {
+          if (ahead.error !== undefined) throw ahead.error;
+          batch = ahead.batch;
+        } else {
+          // Wait only for the first record; then take what is already fetched (the client's own default waits per record).
+          batch = await call<PackedBatch>('poll', (cb) => consumePacked(this.#consumer, timeoutMs, maxRecords, cb));
+        }
       } catch (e) {
         if (e instanceof IcefloeError && e.context['kafkaCode'] === KAFKA_CODES.ERR_UNKNOWN_TOPIC_OR_PART) throw await this.unknownTopic(e);
         // librdkafka's reset error does not say which partition: find it, and say what to do.
@@ -373,27 +408,58 @@ export class ConfluentKafkaSource implements KafkaSource {
       // A rebalance the consume call served is delivered through a separate async handle: let it arrive.
       await nextTick();
       const revoked = await this.serveRebalances();
+      const stale = fromAhead ? ahead.stale : undefined;
+      /** Partitions whose records are given back: the first of them, to seek to. */
+      const giveBack = new Map<string, TopicPartitionOffset>();
+      let kept = 0;
       // Records come in runs of one partition: its key and checks are made once per run, at its first record.
       let lastTopic: string | undefined;
       let lastPartition = -1;
+      let lastKey = '';
       let lastKept = false;
       const out = batch === undefined ? [] : packedRecords(batch, (topic, partition, offset) => {
-        if (topic === lastTopic && partition === lastPartition) return lastKept;
-        lastTopic = topic;
-        lastPartition = partition;
-        const key = `${topic}[${partition}]`;
-        lastKept = !revoked.has(key) && this.#assigned.has(key);
-        if (lastKept) {
-          this.#returnedSince.add(key);
-          if (!this.#firstReturned.has(key)) this.#firstReturned.set(key, offset);
+        if (topic !== lastTopic || partition !== lastPartition) {
+          lastTopic = topic;
+          lastPartition = partition;
+          lastKey = `${topic}[${partition}]`;
+          lastKept = !revoked.has(lastKey) && stale?.has(lastKey) !== true && this.#assigned.has(lastKey) && !giveBack.has(lastKey);
+          if (lastKept && (this.#paused.has(lastKey) || kept >= maxRecords)) {
+            giveBack.set(lastKey, { topic, partition, offset });
+            lastKept = false;
+          }
+          if (lastKept) {
+            this.#returnedSince.add(lastKey);
+            if (!this.#firstReturned.has(lastKey)) this.#firstReturned.set(lastKey, offset);
+          }
+        } else if (lastKept && kept >= maxRecords) {
+          giveBack.set(lastKey, { topic, partition, offset });
+          lastKept = false;
         }
+        if (lastKept) kept++;
         return lastKept;
       });
+      for (const position of giveBack.values()) await this.seek(position);
       await this.checkStalled();
+      if (out.length > 0 && !this.#closing) this.consumeAhead(maxRecords);
       return out;
     } finally {
       this.#polling = false;
     }
+  }
+
+  /** Issues the next consume without waiting for it (see the module header). */
+  private consumeAhead(maxRecords: number): void {
+    const positions = new Map(this.position(this.assignment()).map((p) => [partitionKey(p), p.offset]));
+    const ahead: Ahead = { maxRecords, positions, stale: new Set(), settled: Promise.resolve() };
+    ahead.settled = call<PackedBatch>('poll', (cb) => consumePacked(this.#consumer, 0, maxRecords, cb)).then(
+      (batch) => {
+        ahead.batch = batch;
+      },
+      (e: unknown) => {
+        ahead.error = e;
+      },
+    );
+    this.#ahead = ahead;
   }
 
   pause(partitions: readonly TopicPartition[]): void {
@@ -407,6 +473,12 @@ export class ConfluentKafkaSource implements KafkaSource {
   }
 
   async seek(position: TopicPartitionOffset): Promise<void> {
+    // After the consume in flight: none of its records may come from past the seek.
+    const ahead = this.#ahead;
+    if (ahead !== undefined) {
+      await ahead.settled;
+      ahead.stale.add(partitionKey(position));
+    }
     const tpo = { topic: position.topic, partition: position.partition, offset: offsetToNumber(position.offset) };
     await call('seek', (cb) => this.#consumer.seek(tpo, 10_000, cb));
   }
@@ -421,7 +493,13 @@ export class ConfluentKafkaSource implements KafkaSource {
   position(partitions: readonly TopicPartition[]): CommittedOffset[] {
     if (partitions.length === 0) return [];
     const got = sync('position', () => this.#consumer.position(partitions.map((p) => ({ topic: p.topic, partition: p.partition }))));
-    return got.map((tp) => ({ topic: tp.topic, partition: tp.partition, offset: offsetFromNumber(tp.offset) }));
+    const ahead = this.#ahead;
+    return got.map((tp) => {
+      const key = partitionKey(tp);
+      // Records read ahead are not returned yet: the caller stands where the last poll left it.
+      const offset = ahead !== undefined && !ahead.stale.has(key) && ahead.positions.has(key) ? (ahead.positions.get(key) as bigint | null) : offsetFromNumber(tp.offset);
+      return { topic: tp.topic, partition: tp.partition, offset };
+    });
   }
 
   assignment(): TopicPartition[] {
@@ -455,6 +533,8 @@ export class ConfluentKafkaSource implements KafkaSource {
     // Serve what is pending, then give the listener the last revoke (Connect calls close() on the task here).
     let failure: unknown;
     try {
+      await this.#ahead?.settled; // the client must not be disconnected under its consume
+      this.#ahead = undefined;
       await this.serveRebalances();
       const remaining = this.assignment();
       if (remaining.length > 0) await this.#listener?.onRevoked(remaining, { lost: false });
