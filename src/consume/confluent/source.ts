@@ -67,7 +67,6 @@ const OFFSET_END = -1;
 
 /** The consume issued as poll() returned (see the module header). */
 interface Ahead {
-  readonly maxRecords: number;
   /** The consumer's positions when it was issued: position() reports these while its records are not returned. */
   readonly positions: ReadonlyMap<string, bigint | null>;
   /** Partitions sought, assigned or revoked since it was issued: their records in it are dropped. */
@@ -450,7 +449,7 @@ export class ConfluentKafkaSource implements KafkaSource {
   /** Issues the next consume without waiting for it (see the module header). */
   private consumeAhead(maxRecords: number): void {
     const positions = new Map(this.position(this.assignment()).map((p) => [partitionKey(p), p.offset]));
-    const ahead: Ahead = { maxRecords, positions, stale: new Set(), settled: Promise.resolve() };
+    const ahead: Ahead = { positions, stale: new Set(), settled: Promise.resolve() };
     ahead.settled = call<PackedBatch>('poll', (cb) => consumePacked(this.#consumer, 0, maxRecords, cb)).then(
       (batch) => {
         ahead.batch = batch;
