@@ -7,19 +7,23 @@
  * scripts/lib/peer-java.sh assembles from Maven Central into ~/.cache/icefloe (before any clock starts).
  *
  *  0. Produce N order events (the generator, seed and event times of `npm run bench`, Confluent-framed
- *     Avro against the stack's registry) to a fresh 6-partition topic, and (for the warm run) the first
+ *     Avro against the stack's registry) to a fresh 6-partition topic, and (for the warm runs) the first
  *     --warmup-records of them to a second topic; not timed.
  *  1. Icefloe: `icefloe standalone`, one task as a child process, commit interval --interval-ms, the stack's
  *     REST catalog over S3, a fresh table; until its 'table committed' lines add up to N.
- *  2. Java cold: a fresh Connect JVM (ConnectStandalone, file offsets) with the sink connector on its command
+ *  2. Icefloe warm: measured as Java warm (4.) is: `icefloe standalone` with no connector runs a warm-up
+ *     connector over the warm-up topic to its end through its REST API, the connector is deleted (its task
+ *     process exits), and the measured one (the settings of 1.) created through the REST API; from that
+ *     request until its commits add up to N; CPU: the worker's from the request, the new task's whole life.
+ *  3. Java cold: a fresh Connect JVM (ConnectStandalone, file offsets) with the sink connector on its command
  *     line (one task, same interval, catalog and converter settings, fresh table and control topic); from
  *     the JVM's spawn until the coordinator's commits add up to N (Iceberg's CommitReport totalRecords).
- *  3. Java warm: a fresh JVM runs a warm-up connector over the warm-up topic to its end, the connector is
+ *  4. Java warm: a fresh JVM runs a warm-up connector over the warm-up topic to its end, the connector is
  *     deleted, and the measured one (fresh table, control topic, group) created through the REST API;
  *     from that request until its commits add up to N.
  *  Each run samples from /proc the CPU time and memory of the sink's processes (Icefloe's worker and task;
  *  the Connect JVM) and of the stack's services (broker, S3, catalog, PostgreSQL, registry).
- *  4. Reads every table back with PyIceberg (scripts/lib/peer_table.py): exactly N rows, N distinct order
+ *  5. Reads every table back with PyIceberg (scripts/lib/peer_table.py): exactly N rows, N distinct order
  *     ids, and the same sum and time range in every table; otherwise the run fails (exit 1).
  * Everything it makes (topics, consumer groups, registry subjects, tables and their files, the namespace,
  * the JVMs, temp directories) is removed at the end, also after a failure or Ctrl-C (--keep keeps the
@@ -37,13 +41,14 @@ import type { JavaInstall } from './lib/bench-peer-java.ts';
 import { GroupsSampler, stackServices } from './lib/bench-peer-procs.ts';
 import { judge, peerReport } from './lib/bench-peer-report.ts';
 import type { TableCheck } from './lib/bench-peer-report.ts';
-import { liveJvms, names, runIcefloe, runJavaCold, runJavaWarm } from './lib/bench-peer-run.ts';
+import { liveJvms, names, runIcefloe, runIcefloeWarm, runJavaCold, runJavaWarm } from './lib/bench-peer-run.ts';
 import type { PeerOptions, RunResult } from './lib/bench-peer-run.ts';
 
 const USAGE = `usage: node scripts/bench-peer.ts [records] [options]
 
   records, --records=N     order events produced once and read by every run (default 1000000)
-  --warmup-records=N       records the warm JVM's warm-up connector reads first (default 200000, at most N)
+  --warmup-records=N       records the warm-up connector of the warm runs (the JVM's, Icefloe's) reads
+                           first (default 200000, at most N)
   --interval-ms=10000      commit interval of every run (iceberg.control.commit.interval-ms)
   --java-heap=2G           the Connect JVM's -Xmx (bin/connect-standalone.sh's default)
   --java-offset-flush-ms=1000  the Connect worker's offset.flush.interval.ms: also how long a sink task
@@ -51,8 +56,8 @@ const USAGE = `usage: node scripts/bench-peer.ts [records] [options]
                            (Connect's default, 60000, stalls the last commit of a drained topic)
   --java-plugin-discovery=service_load  the worker's plugin.discovery; hybrid_warn (Connect's default)
                            also scans every class of the plugin path at start (cold start-up)
-  --skip=LIST              leave out runs: icefloe, java-cold, java-warm (e.g. --skip-java-warm)
-  --skip-icefloe --skip-java-cold --skip-java-warm
+  --skip=LIST              leave out runs: icefloe, icefloe-warm, java-cold, java-warm (e.g. --skip-java-warm)
+  --skip-icefloe --skip-icefloe-warm --skip-java-cold --skip-java-warm
   --logs=DIR               keep every worker's log there
   --keep                   keep the tables and temp directories
   --out=FILE.md            also write the report there
@@ -68,10 +73,10 @@ function parse(argv: readonly string[]): Options {
   const v = new Map<string, string>();
   let keep = false;
   const skip = new Set<string>();
-  const RUNS = ['icefloe', 'java-cold', 'java-warm'];
+  const RUNS = ['icefloe', 'icefloe-warm', 'java-cold', 'java-warm'];
   for (const arg of argv) {
     const m = /^--([a-z-]+)=(.*)$/.exec(arg);
-    const flag = /^--skip-(icefloe|java-cold|java-warm)$/.exec(arg);
+    const flag = /^--skip-(icefloe|icefloe-warm|java-cold|java-warm)$/.exec(arg);
     if (/^\d+$/.test(arg)) v.set('records', arg);
     else if (arg === '--keep') keep = true;
     else if (flag !== null) skip.add(flag[1] as string);
@@ -102,6 +107,7 @@ function parse(argv: readonly string[]): Options {
     javaOffsetFlushMs: num('java-offset-flush-ms', 1000),
     javaDiscovery: discovery,
     icefloe: !skip.has('icefloe'),
+    icefloeWarm: !skip.has('icefloe-warm'),
     javaCold: !skip.has('java-cold'),
     javaWarm: !skip.has('java-warm'),
     logs: v.get('logs'),
@@ -135,7 +141,7 @@ async function run(b: Bench, o: Options): Promise<{ md: string; ok: boolean }> {
   await requireReachable('REST catalog', b.stack.catalogUri);
   await requireReachable('S3', b.stack.s3Endpoint);
   const uptime = execFileSync('uptime', { encoding: 'utf8' }).trim();
-  console.log(`bench:peer ${b.runId}: ${o.records.toLocaleString('en-US')} order events, 6 partitions, one task, commit interval ${o.intervalMs} ms; runs ${[o.icefloe && 'icefloe', o.javaCold && 'java-cold', o.javaWarm && 'java-warm'].filter((x) => x !== false).join(', ')}; ${uptime}`);
+  console.log(`bench:peer ${b.runId}: ${o.records.toLocaleString('en-US')} order events, 6 partitions, one task, commit interval ${o.intervalMs} ms; runs ${[o.icefloe && 'icefloe', o.icefloeWarm && 'icefloe-warm', o.javaCold && 'java-cold', o.javaWarm && 'java-warm'].filter((x) => x !== false).join(', ')}; ${uptime}`);
 
   const install: JavaInstall | undefined = o.javaCold || o.javaWarm ? installJava() : undefined;
 
@@ -160,7 +166,7 @@ async function run(b: Bench, o: Options): Promise<{ md: string; ok: boolean }> {
   if (produced.records !== o.records) throw new Error(`produced ${produced.records} of ${o.records}`);
   console.log(`  produced ${o.records.toLocaleString('en-US')} records, ${fmt(produced.bytes / 1e6)} MB of Avro values in ${fmt((performance.now() - g0) / 1000)} s (not timed)`);
   const warmTopic = `${b.runId}-warmup`;
-  if (o.javaWarm) {
+  if (o.javaWarm || o.icefloeWarm) {
     // The first records of the same sequence: the warm-up sees the same shapes of data.
     const w = await generate(b, warmTopic, o.warmupRecords, { startTimeMs: START_TIME_MS });
     console.log(`  produced the warm-up topic: ${w.records.toLocaleString('en-US')} records (not timed)`);
@@ -178,6 +184,15 @@ async function run(b: Bench, o: Options): Promise<{ md: string; ok: boolean }> {
       const r = await runIcefloe(b, o, sampler, c);
       runs.push(r);
       console.log(`    ${fmt(r.wallFromStartS)} s from start, ${fmt(r.wallFromAssignS)} s from assignment; sink CPU ${fmt(r.sinkCpuS)} s; ${r.commits} commits`);
+    }
+    if (o.icefloeWarm) {
+      const warm = names(b, namespace, 'icefloe-warmup', warmTopic);
+      const c = names(b, namespace, 'icefloe-warm', topic);
+      tables.push(warm.table, c.table);
+      console.log(`  icefloe warm: icefloe standalone warmed up on ${o.warmupRecords.toLocaleString('en-US')} records, then the connector through REST, table ${c.table}; load ${load()}`);
+      const r = await runIcefloeWarm(b, o, sampler, warm, c);
+      runs.push(r);
+      console.log(`    ${fmt(r.wallFromStartS)} s from the connector's creation, ${fmt(r.wallFromAssignS)} s from assignment; sink CPU ${fmt(r.sinkCpuS)} s; ${r.commits} commits`);
     }
     if (o.javaCold && install !== undefined) {
       const c = names(b, namespace, 'java-cold', topic);

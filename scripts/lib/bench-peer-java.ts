@@ -21,6 +21,7 @@ import { join } from 'node:path';
 import { restCatalogKeys } from '../../test/helpers/sink-e2e.ts';
 import type { Bench } from './bench-context.ts';
 import { sleep } from './bench-context.ts';
+import { connectorFailure, deleteConnector, putConnectorConfig } from './connect-rest.ts';
 
 const ROOT = new URL('../../', import.meta.url);
 
@@ -284,17 +285,13 @@ export class JavaWorker {
   }
 
   /** Creates (or reconfigures) a connector through the REST API; resolves, once answered, with when it was asked. */
-  async putConnector(c: JavaConnector, config: Record<string, string>): Promise<number> {
+  putConnector(c: JavaConnector, config: Record<string, string>): Promise<number> {
     this.watch(c);
-    const at = Date.now(); // the worker may start the task (and log its assignment) before it answers
-    const r = await fetch(`${this.url}/connectors/${encodeURIComponent(c.name)}/config`, { method: 'PUT', headers: { 'content-type': 'application/json' }, body: JSON.stringify(config) });
-    if (!r.ok) throw new Error(`PUT connector ${c.name}: HTTP ${r.status} ${await r.text()}`);
-    return at;
+    return putConnectorConfig(this.url, c.name, config);
   }
 
-  async deleteConnector(name: string): Promise<void> {
-    const r = await fetch(`${this.url}/connectors/${encodeURIComponent(name)}`, { method: 'DELETE' });
-    if (!r.ok && r.status !== 404) throw new Error(`DELETE connector ${name}: HTTP ${r.status} ${await r.text()}`);
+  deleteConnector(name: string): Promise<void> {
+    return deleteConnector(this.url, name);
   }
 
   /** Polls until `cond` holds; fails if the worker exits, a task of `name` FAILED, or after `timeoutMs`. */
@@ -307,23 +304,10 @@ export class JavaWorker {
       if (Date.now() > until) throw new Error(`timed out after ${timeoutMs / 1000} s waiting for ${what}; last lines:\n${this.tail()}`);
       if (Date.now() - lastStatus > 5000) {
         lastStatus = Date.now();
-        const trace = await this.failure(name);
+        const trace = await connectorFailure(this.url, name);
         if (trace !== undefined) throw new Error(`connector ${name} failed while waiting for ${what}:\n${trace}`);
       }
       await sleep(50);
-    }
-  }
-
-  /** The trace of a FAILED connector or task of `name`, if any (REST status; nothing while the REST server starts). */
-  private async failure(name: string): Promise<string | undefined> {
-    try {
-      const r = await fetch(`${this.url}/connectors/${encodeURIComponent(name)}/status`);
-      if (!r.ok) return undefined;
-      const s = (await r.json()) as { connector?: { state: string; trace?: string }; tasks?: { state: string; trace?: string }[] };
-      const failed = [s.connector, ...(s.tasks ?? [])].find((x) => x?.state === 'FAILED');
-      return failed === undefined ? undefined : (failed.trace ?? 'FAILED (no trace)');
-    } catch {
-      return undefined;
     }
   }
 

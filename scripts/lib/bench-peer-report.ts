@@ -1,7 +1,7 @@
 /**
- * The report of `npm run bench:peer`: one markdown table with a row per run (Icefloe, Java cold, Java warm),
- * the ratios Icefloe / Java, and what the independent reader found in each table. Printed, and written to
- * --out by the caller.
+ * The report of `npm run bench:peer`: one markdown table with a row per run (Icefloe, Icefloe warm, Java cold,
+ * Java warm), the ratios Icefloe / Java (and Icefloe warm / Java warm, the two measured alike), and what the
+ * independent reader found in each table. Printed, and written to --out by the caller.
  */
 import { fmt, int, mib } from './bench-context.ts';
 import type { JavaInstall } from './bench-peer-java.ts';
@@ -73,12 +73,22 @@ export function peerReport(r: PeerResults): string {
     );
   }
   say('');
-  const ice = r.runs.find((x) => x.label === 'Icefloe');
-  const javas = r.runs.filter((x) => x.label.startsWith('Java'));
-  if (ice !== undefined && javas.length > 0) {
-    say(`| ratio | ${javas.map((j) => `Icefloe / ${j.label}`).join(' | ')} |`);
-    say(`|---|${javas.map(() => '---:').join('|')}|`);
-    const row = (what: string, f: (x: RunResult) => number, digits = 2): void => say(`| ${what} | ${javas.map((j) => `${fmt(f(ice) / f(j), digits)}×`).join(' | ')} |`);
+  // Like with like: each Icefloe run against the Java runs measured the same way (and the whole-life
+  // Icefloe run against the warm JVM too, as before the warm Icefloe run existed).
+  const run = (label: string): RunResult | undefined => r.runs.find((x) => x.label === label);
+  const pairs = [
+    ['Icefloe', 'Java cold'],
+    ['Icefloe', 'Java warm'],
+    ['Icefloe warm', 'Java warm'],
+  ].flatMap(([a, b]) => {
+    const x = run(a as string);
+    const y = run(b as string);
+    return x === undefined || y === undefined ? [] : [[x, y] as const];
+  });
+  if (pairs.length > 0) {
+    say(`| ratio | ${pairs.map(([a, b]) => `${a.label} / ${b.label}`).join(' | ')} |`);
+    say(`|---|${pairs.map(() => '---:').join('|')}|`);
+    const row = (what: string, f: (x: RunResult) => number, digits = 2): void => say(`| ${what} | ${pairs.map(([a, b]) => `${fmt(f(a) / f(b), digits)}×`).join(' | ')} |`);
     row('MB of Avro per sink CPU-second (higher: Icefloe cheaper)', (x) => mb / x.sinkCpuS);
     row('wall MB/s from start (higher: Icefloe faster)', (x) => mb / x.wallFromStartS);
     row('wall MB/s from assignment', (x) => mb / x.wallFromAssignS);

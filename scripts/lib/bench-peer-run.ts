@@ -1,8 +1,10 @@
 /**
- * The three runs of `npm run bench:peer` (scripts/bench-peer.ts), each reading the produced topic from the
+ * The four runs of `npm run bench:peer` (scripts/bench-peer.ts), each reading the produced topic from the
  * start into a fresh table of the stack's REST catalog (PostgreSQL + S3) with one task and the same commit
  * interval, measured until its commits add up to every record:
  * - icefloe: `icefloe standalone`, the task as a child process (lib/bench-worker.ts), 'table committed' lines;
+ * - icefloe warm: the same worker started without a connector, measured as java warm is (below): a warm-up
+ *   connector first, then the measured one created through its REST API, measured from that PUT;
  * - java cold: a fresh Connect JVM with the connector on its command line, measured from the JVM's spawn;
  * - java warm: a Connect JVM that first ran a warm-up connector over its own topic to the end (its JIT and
  *   class loading done), then the measured connector created through its REST API, measured from that PUT.
@@ -14,15 +16,17 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { RdKafka } from '@confluentinc/kafka-javascript';
 import { restCatalogKeys } from '../../test/helpers/sink-e2e.ts';
-import { load } from './bench-context.ts';
+import { load, sleep } from './bench-context.ts';
 import type { Bench } from './bench-context.ts';
 import { JavaWorker, connectorConfig } from './bench-peer-java.ts';
 import type { JavaCommit, JavaConnector, JavaInstall } from './bench-peer-java.ts';
 import type { GroupsSampler } from './bench-peer-procs.ts';
 import type { GroupUsage } from './bench-peer-procs.ts';
 import { percentile } from './bench-stats.ts';
-import { pump, startBenchWorker, stopBenchWorker, waitUntil, withWorker } from './bench-worker.ts';
-import type { CommitLine } from './bench-worker.ts';
+import { benchConnector, followConnector, pump, startBenchWorker, stopBenchWorker, waitUntil, withWorker } from './bench-worker.ts';
+import type { BenchWorker, CommitLine, WorkerSpec } from './bench-worker.ts';
+import { deleteConnector, putConnectorConfig } from './connect-rest.ts';
+import { processGroup } from './proc.ts';
 
 export interface PeerOptions {
   readonly records: number;
@@ -34,6 +38,7 @@ export interface PeerOptions {
   /** The Connect worker's plugin.discovery. */
   readonly javaDiscovery: string;
   readonly icefloe: boolean;
+  readonly icefloeWarm: boolean;
   readonly javaCold: boolean;
   readonly javaWarm: boolean;
 }
@@ -88,6 +93,8 @@ export async function createTopics(bench: Bench, topics: readonly string[], part
   }
 }
 
+const timeout = (o: PeerOptions): number => Math.max(10 * 60_000, o.records / 2);
+
 function services(usage: Map<string, GroupUsage>, exclude: readonly string[]): GroupUsage[] {
   return [...usage.values()].filter((u) => !exclude.includes(u.name));
 }
@@ -96,43 +103,94 @@ function services(usage: Map<string, GroupUsage>, exclude: readonly string[]): G
 // Icefloe
 // ---------------------------------------------------------------------------------------------------
 
+/** Icefloe's connector settings in both runs: one task, the run's interval, the stack's REST catalog. */
+function icefloeSpec(bench: Bench, o: PeerOptions, c: JavaConnector): WorkerSpec {
+  // names() made the connector's name `<run id>-<label>`, as startBenchWorker() makes it from the label.
+  return { label: c.name.slice(bench.runId.length + 1), topic: c.topic, tasks: 1, tables: { 'iceberg.tables': c.table }, intervalMs: o.intervalMs, catalog: restCatalogKeys() };
+}
+
+/** A run of Icefloe: `b` follows its connector (its commits, first assignment), `from` is where its clock starts. */
+function icefloeResult(r: { label: string; c: JavaConnector; b: BenchWorker; loadAtStart: string; from: number; sink: SinkProc[]; startupCpuS: number; usage: Map<string, GroupUsage>; note: string }): RunResult {
+  const last = r.b.commits[r.b.commits.length - 1] as CommitLine;
+  return {
+    label: r.label,
+    table: r.c.table,
+    load: r.loadAtStart,
+    wallFromStartS: (last.time - r.from) / 1000,
+    wallFromAssignS: (last.time - (r.b.firstAssignedAt ?? r.from)) / 1000,
+    sink: r.sink,
+    sinkCpuS: r.sink.reduce((n, p) => n + p.cpuS, 0),
+    startupCpuS: r.startupCpuS,
+    services: services(r.usage, []),
+    commits: r.b.commits.length,
+    latencyMs: r.b.commits.map((x) => x.latencyMs).filter((x): x is number => x !== undefined),
+    roundMs: [],
+    note: r.note,
+  };
+}
+
+const taskProc = (p: { task: number | undefined; cpuS: number; hwmBytes: number }): SinkProc => ({ name: `task ${p.task ?? '?'}`, cpuS: p.cpuS, hwmBytes: p.hwmBytes });
+
+/** `icefloe standalone` with the connector on its command line, measured from the worker's spawn. */
 export async function runIcefloe(bench: Bench, o: PeerOptions, sampler: GroupsSampler, c: JavaConnector): Promise<RunResult> {
   const loadAtStart = load();
   const window = sampler.begin();
-  const b = startBenchWorker(bench, { label: 'icefloe', topic: c.topic, tasks: 1, tables: { 'iceberg.tables': c.table }, intervalMs: o.intervalMs, catalog: restCatalogKeys() });
+  const b = startBenchWorker(bench, icefloeSpec(bench, o, c));
   return withWorker(b, async () => {
     await waitUntil(b, 'the first assignment', () => b.firstAssignedAt !== undefined, 5 * 60_000);
     b.sampler.sample();
     // The worker's and task's CPU until the task's consumer got partitions: start-up, as for the JVM.
     const startupCpuS = [...b.sampler.procs.values()].reduce((n, p) => n + p.cpuS, 0);
-    await waitUntil(b, `${o.records} committed records`, () => b.committed >= o.records, Math.max(10 * 60_000, o.records / 2));
+    await waitUntil(b, `${o.records} committed records`, () => b.committed >= o.records, timeout(o));
     b.sampler.sample();
     const usage = sampler.end(window);
-    const last = b.commits[b.commits.length - 1] as CommitLine;
     const worker = b.sampler.worker();
-    const tasks = b.sampler.tasks();
-    const sink: SinkProc[] = [
-      { name: 'worker', cpuS: worker?.cpuS ?? Number.NaN, hwmBytes: worker?.hwmBytes ?? Number.NaN },
-      ...tasks.map((p) => ({ name: `task ${p.task ?? '?'}`, cpuS: p.cpuS, hwmBytes: p.hwmBytes })),
-    ];
-    const latencies = b.commits.map((x) => x.latencyMs).filter((x): x is number => x !== undefined);
+    const sink: SinkProc[] = [{ name: 'worker', cpuS: worker?.cpuS ?? Number.NaN, hwmBytes: worker?.hwmBytes ?? Number.NaN }, ...b.sampler.tasks().map(taskProc)];
     await stopBenchWorker(b);
     pump(b);
-    return {
-      label: 'Icefloe',
-      table: c.table,
-      load: loadAtStart,
-      wallFromStartS: (last.time - b.spawnedAt) / 1000,
-      wallFromAssignS: (last.time - (b.firstAssignedAt ?? b.spawnedAt)) / 1000,
-      sink,
-      sinkCpuS: sink.reduce((n, p) => n + p.cpuS, 0),
-      startupCpuS,
-      services: services(usage, []),
-      commits: b.commits.length,
-      latencyMs: latencies,
-      roundMs: [],
-      note: `${b.name}`,
-    };
+    return icefloeResult({ label: 'Icefloe', c, b, loadAtStart, from: b.spawnedAt, sink, startupCpuS, usage, note: b.name });
+  });
+}
+
+/**
+ * Measured as Java warm is: `icefloe standalone` started with no connector; a warm-up connector over its own
+ * topic until every warm-up record is committed, deleted through the REST API, its task process gone; then
+ * the measured connector created through the REST API (`PUT /connectors/<name>/config`) and measured from
+ * that request. Sink CPU: the worker's from the request on, and the whole lives of the task processes
+ * spawned after it (the measured connector's).
+ */
+export async function runIcefloeWarm(bench: Bench, o: PeerOptions, sampler: GroupsSampler, warm: JavaConnector, c: JavaConnector): Promise<RunResult> {
+  const b = startBenchWorker(bench, icefloeSpec(bench, o, c), { rest: true });
+  return withWorker(b, async () => {
+    const url = await b.w.restUrl();
+    const warmup = benchConnector(bench, icefloeSpec(bench, o, warm));
+    const warmLog = followConnector(b, warmup.name);
+    const t0 = Date.now();
+    await putConnectorConfig(url, warmup.name, warmup.config);
+    await waitUntil(warmLog, `${o.warmupRecords} committed warm-up records`, () => warmLog.committed >= o.warmupRecords, timeout(o));
+    console.log(`    warm-up: ${o.warmupRecords.toLocaleString('en-US')} records committed in ${((Date.now() - t0) / 1000).toFixed(1)} s; deleting the warm-up connector`);
+    await deleteConnector(url, warmup.name);
+    // Its task process gone (the worker alone in its group), so none of its CPU can count below.
+    const pgid = b.w.child.pid as number;
+    await waitUntil(b, 'the warm-up task process to exit', () => processGroup(pgid).every((pid) => pid === pgid), 60_000);
+    await sleep(2000); // its committer closed, as Java warm waits
+    const loadAtStart = load();
+    b.sampler.sample();
+    const before = new Set(b.sampler.procs.keys());
+    const workerAtRequest = b.sampler.worker()?.cpuS ?? Number.NaN;
+    const window = sampler.begin();
+    const measured = benchConnector(bench, icefloeSpec(bench, o, c));
+    const log = followConnector(b, measured.name);
+    const from = await putConnectorConfig(url, measured.name, measured.config);
+    await waitUntil(log, `${o.records} committed records`, () => log.committed >= o.records, timeout(o));
+    b.sampler.sample();
+    const usage = sampler.end(window);
+    const worker = b.sampler.worker();
+    const tasks = b.sampler.tasks().filter((p) => !before.has(p.pid));
+    const sink: SinkProc[] = [{ name: 'worker', cpuS: (worker?.cpuS ?? Number.NaN) - workerAtRequest, hwmBytes: worker?.hwmBytes ?? Number.NaN }, ...tasks.map(taskProc)];
+    await stopBenchWorker(b);
+    pump(log);
+    return icefloeResult({ label: 'Icefloe warm', c, b: log, loadAtStart, from, sink, startupCpuS: Number.NaN, usage, note: `after ${o.warmupRecords.toLocaleString('en-US')} warm-up records in the same worker` });
   });
 }
 
@@ -190,8 +248,6 @@ function jvmDir(bench: Bench): string {
   bench.dirs.add(dir);
   return dir;
 }
-
-const timeout = (o: PeerOptions): number => Math.max(10 * 60_000, o.records / 2);
 
 /** A fresh JVM with the connector on its command line, measured from its spawn. */
 export async function runJavaCold(bench: Bench, o: PeerOptions, sampler: GroupsSampler, install: JavaInstall, c: JavaConnector): Promise<RunResult> {

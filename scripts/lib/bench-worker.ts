@@ -194,6 +194,11 @@ export interface BenchWorker {
   readonly dir: string;
   readonly spawnedAt: number;
   readonly name: string;
+  /**
+   * Only this connector's log lines count (undefined: every line): a worker that runs connectors one after
+   * another through its REST API, followed one at a time (followConnector()).
+   */
+  readonly connector: string | undefined;
   /** Every 'table committed' line so far. */
   readonly commits: CommitLine[];
   /** Records per task from its 'cycle committed' lines. */
@@ -260,12 +265,47 @@ export interface WorkerSpec {
   readonly workerProps?: Readonly<Record<string, string>>;
 }
 
-export function startBenchWorker(bench: Bench, spec: WorkerSpec): BenchWorker {
+/**
+ * The connector a WorkerSpec stands for: named `<run id>-<label>`, with a control topic of its own; its topic
+ * and consumer groups are registered for the cleanup.
+ */
+export function benchConnector(bench: Bench, spec: WorkerSpec): { readonly name: string; readonly config: Record<string, string> } {
   const name = `${bench.runId}-${spec.label}`;
   const control = `${name}-control`;
   bench.topics.add(control);
   bench.groups.add(`connect-${name}`);
   bench.groups.add(`cg-control-${name}`); // the committer's consumer of the control topic
+  return {
+    name,
+    config: {
+      'connector.class': 'org.apache.iceberg.connect.IcebergSinkConnector',
+      'tasks.max': String(spec.tasks),
+      topics: spec.topic,
+      'key.converter': 'org.apache.kafka.connect.storage.StringConverter',
+      'value.converter': 'io.confluent.connect.avro.AvroConverter',
+      'value.converter.schema.registry.url': bench.stack.registryUrl,
+      ...spec.tables,
+      'iceberg.tables.auto-create-enabled': 'true',
+      'iceberg.control.topic': control,
+      'iceberg.control.commit.interval-ms': String(spec.intervalMs ?? bench.o.intervalMs),
+      ...spec.catalog,
+      ...spec.config,
+    },
+  };
+}
+
+/** What a worker has seen of a connector's lines: nothing yet. */
+function counters(): Pick<BenchWorker, 'commits' | 'taskRecords' | 'cycleMs' | 'cycles' | 'cycleFrom' | 'assigned' | 'taskStartedAt' | 'taskAssignedAt' | 'firstAssignedAt' | 'committed'> {
+  return { commits: [], taskRecords: new Map(), cycleMs: [], cycles: new Map(), cycleFrom: new Map(), assigned: new Map(), taskStartedAt: new Map(), taskAssignedAt: new Map(), firstAssignedAt: undefined, committed: 0 };
+}
+
+/**
+ * `icefloe standalone` with the spec's worker properties and its connector on the command line, or (`rest`)
+ * with none: the connectors are then created through its REST API (spec.label names the worker only).
+ */
+export function startBenchWorker(bench: Bench, spec: WorkerSpec, options: { readonly rest?: boolean } = {}): BenchWorker {
+  const connector = options.rest === true ? undefined : benchConnector(bench, spec);
+  const name = connector?.name ?? `${bench.runId}-${spec.label}`;
   const dir = mkdtempSync(join(tmpdir(), 'icefloe-bench-'));
   bench.dirs.add(dir);
   const spawnedAt = Date.now();
@@ -277,35 +317,23 @@ export function startBenchWorker(bench: Bench, spec: WorkerSpec): BenchWorker {
       ...(spec.catalog === undefined ? { 'icefloe.catalog': `sqlite:${join(dir, 'catalog.db')}`, 'icefloe.warehouse': join(dir, 'warehouse') } : {}),
       ...spec.workerProps,
     },
-    connectors: [
-      {
-        name,
-        config: {
-          'connector.class': 'org.apache.iceberg.connect.IcebergSinkConnector',
-          'tasks.max': String(spec.tasks),
-          topics: spec.topic,
-          'key.converter': 'org.apache.kafka.connect.storage.StringConverter',
-          'value.converter': 'io.confluent.connect.avro.AvroConverter',
-          'value.converter.schema.registry.url': bench.stack.registryUrl,
-          ...spec.tables,
-          'iceberg.tables.auto-create-enabled': 'true',
-          'iceberg.control.topic': control,
-          'iceberg.control.commit.interval-ms': String(spec.intervalMs ?? bench.o.intervalMs),
-          ...spec.catalog,
-          ...spec.config,
-        },
-      },
-    ],
+    connectors: connector === undefined ? [] : [connector],
   });
   bench.live.add(w);
   const sampler = new GroupSampler(w.child.pid as number);
   sampler.start();
-  return { bench, w, tail: new LogTail(w), sampler, dir, spawnedAt, name, commits: [], taskRecords: new Map(), cycleMs: [], cycles: new Map(), cycleFrom: new Map(), assigned: new Map(), taskStartedAt: new Map(), taskAssignedAt: new Map(), firstAssignedAt: undefined, committed: 0 };
+  return { bench, w, tail: new LogTail(w), sampler, dir, spawnedAt, name, connector: undefined, ...counters() };
+}
+
+/** A view of the worker that reads its log from the first line again, counting only `connector`'s lines. */
+export function followConnector(b: BenchWorker, connector: string): BenchWorker {
+  return { ...b, tail: new LogTail(b.w), connector, ...counters() };
 }
 
 /** Reads new log lines into the worker's state. */
 export function pump(b: BenchWorker): void {
   for (const l of b.tail.next()) {
+    if (b.connector !== undefined && l['connector'] !== b.connector) continue;
     const task = typeof l['task'] === 'number' ? l['task'] : undefined;
     switch (l.msg) {
       case 'task started':
