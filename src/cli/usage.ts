@@ -14,7 +14,7 @@ const ENDPOINTS = `  --bootstrap-servers HOSTS  Kafka (default $ICEFLOE_BOOTSTRA
 export const USAGE = `usage: icefloe <command> [options]
 
 commands:
-  standalone WORKER.properties CONNECTOR.json...
+  standalone WORKER.properties [CONNECTOR.json...]
             run the worker with these connectors (Kafka's connect-standalone shape)
   distributed WORKER.properties
             run a worker of the cluster its group.id names (Kafka's connect-distributed shape)
@@ -34,7 +34,7 @@ Every command explains itself: icefloe <command> --help
 (generate, produce and consume are tools of the source tree, tools/: not in the worker image)
 `;
 
-const STANDALONE = `usage: icefloe standalone [--exit-on-failure] WORKER.properties CONNECTOR.json...
+const STANDALONE = `usage: icefloe standalone [--exit-on-failure] WORKER.properties [CONNECTOR.json...]
 
 Runs the worker with the connectors in the JSON files (Kafka's connect-standalone shape): each connector's
 tasks.max sink tasks and one committer. SIGTERM or Ctrl-C (SIGINT) stops it cleanly: every task commits
@@ -43,7 +43,8 @@ its last cycle and the committer applies it.
 arguments:
   WORKER.properties          worker settings: bootstrap.servers, converters, consumer.*, producer.*,
                              icefloe.* (docs/configuration.md)
-  CONNECTOR.json...          one or more connector configurations (the Apache Iceberg sink's keys)
+  CONNECTOR.json...          connector configurations (the Apache Iceberg sink's keys); none: connectors
+                             are created through the REST API (PUT /connectors/NAME/config)
 
 options:
   --exit-on-failure          exit non-zero with a summary once every task of every connector has failed
