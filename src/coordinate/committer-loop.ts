@@ -1,7 +1,10 @@
 /**
  * When a connector's committer runs its rounds: every commit interval, soon after any task of the
  * connector announced (so freshness is one task cycle plus one catalog commit, not two intervals), and
- * right after a round that is still catching up on a control-topic backlog.
+ * right after a round that is still catching up on a control-topic backlog. "Soon" is a short delay, so
+ * that tasks whose cycles end together land in one round; but once every task that announced before the
+ * previous round has announced again, there is nothing left to wait for and the round starts at once (with
+ * one task, every round: the delay is not part of its commit latency).
  * `stop()` ends the loop and runs one last round, so the tasks' final cycles (committed when they left
  * the group) become snapshots before the process exits.
  *
@@ -43,6 +46,9 @@ export class CommitterLoop {
    * the next round then follows as soon as a wake outside a round would, not a whole interval later.
    */
   private wokenMeanwhile = false;
+  /** The tasks that announced since the current round began, and those that announced before it. */
+  private announcedSince = new Set<number>();
+  private announcedBefore: ReadonlySet<number> = new Set();
   private wakeHandler: () => void = () => undefined;
   private readonly loop: Promise<void>;
   /** Consecutive failed rounds, for the connector's status (cleared by a round that succeeds). */
@@ -55,9 +61,17 @@ export class CommitterLoop {
     this.loop = this.run();
   }
 
-  /** A task announced: run a round soon. */
-  wake(): void {
+  /** A task announced (its id, when known): run a round soon. */
+  wake(taskId?: number): void {
+    if (taskId !== undefined) this.announcedSince.add(taskId);
     this.wakeHandler();
+  }
+
+  /** Every task that announced before the last round has announced again: no other cycle is expected. */
+  private allAnnounced(): boolean {
+    if (this.announcedBefore.size === 0) return false;
+    for (const id of this.announcedBefore) if (!this.announcedSince.has(id)) return false;
+    return true;
   }
 
   /** Ends the loop after the round under way, then runs a last round (its failure is logged, not thrown). */
@@ -76,13 +90,17 @@ export class CommitterLoop {
     const wakeDelay = this.o.wakeDelayMs ?? WAKE_DELAY_MS;
     while (!this.stopping) {
       await new Promise<void>((resolve) => {
-        const timer = setTimeout(resolve, this.wokenMeanwhile ? wakeDelay : this.o.intervalMs);
+        const timer = setTimeout(resolve, this.wokenMeanwhile ? (this.allAnnounced() ? 0 : wakeDelay) : this.o.intervalMs);
         this.wokenMeanwhile = false;
         this.wakeHandler = () => {
           clearTimeout(timer);
-          setTimeout(resolve, this.stopping ? 0 : wakeDelay);
+          setTimeout(resolve, this.stopping || this.allAnnounced() ? 0 : wakeDelay);
         };
       });
+      if (this.announcedSince.size > 0) {
+        this.announcedBefore = this.announcedSince;
+        this.announcedSince = new Set();
+      }
       this.wakeHandler = () => {
         this.wokenMeanwhile = true;
       };

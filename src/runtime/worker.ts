@@ -351,14 +351,14 @@ export class StandaloneWorker {
   }
 
   private startIncarnation(c: RunningConnector, n: number, incarnation: number): TaskHandle {
-    const handle = this.d.startTask(c.config, n, () => this.announced(c), incarnation);
+    const handle = this.d.startTask(c.config, n, () => this.announced(c, n), incarnation);
     if (c.paused) handle.pause();
     return handle;
   }
 
   /** A task of this worker announced a cycle: wake the committer, here or (d.onAnnounced) wherever it runs. */
-  private announced(c: RunningConnector): void {
-    c.seat?.loop.wake();
+  private announced(c: RunningConnector, taskId: number): void {
+    c.seat?.loop.wake(taskId);
     if (c.seat === undefined) this.d.onAnnounced?.(c.config.name);
   }
 

@@ -162,6 +162,48 @@ test('while the committer is behind, the loop runs the next round at once, not a
   await loop.stop();
 });
 
+test('an announcement starts a round after the wake delay, at once when every task of the last round has announced again', async (t) => {
+  const { CommitterLoop } = await import('../../../src/coordinate/committer-loop.ts');
+  const { SILENT_LOGGER } = await import('../../../src/core/log.ts');
+  t.mock.timers.enable({ apis: ['setTimeout'] });
+  let rounds = 0;
+  const loop = new CommitterLoop({ round: () => Promise.resolve(++rounds) }, { intervalMs: 60_000, wakeDelayMs: 100, log: SILENT_LOGGER });
+  const settle = async (): Promise<void> => {
+    for (let i = 0; i < 10; i++) await Promise.resolve();
+  };
+  const tick = async (ms: number): Promise<void> => {
+    await settle();
+    t.mock.timers.tick(ms);
+    await settle();
+    t.mock.timers.tick(0); // a zero delay scheduled by the tick above
+    await settle();
+  };
+  // Tasks 0 and 1 announce: nothing known about the tasks yet, so the round waits for the delay.
+  loop.wake(0);
+  loop.wake(1);
+  await tick(99);
+  assert.equal(rounds, 0, 'before the wake delay, no round');
+  await tick(1);
+  assert.equal(rounds, 1);
+  // Task 0 announces again: task 1 may be about to, so the round waits...
+  loop.wake(0);
+  await tick(50);
+  assert.equal(rounds, 1, 'one of the two tasks announced: the round waits for the other');
+  // ...until task 1 announces too: then at once.
+  loop.wake(1);
+  await tick(0);
+  assert.equal(rounds, 2, 'both tasks announced: the round starts without waiting out the delay');
+  // An announcement without a task id (another worker's task, through the queue) waits for the delay.
+  loop.wake();
+  await tick(50);
+  assert.equal(rounds, 2);
+  await tick(50);
+  assert.equal(rounds, 3);
+  const stopped = loop.stop();
+  await tick(0);
+  await stopped;
+});
+
 test('a stopped table does not hold the buffer for the others: at the cap only it is parked, the other table commits on, each record once', async (t) => {
   const rig = await new Rig({ partitions: 1, config: { 'iceberg.tables': 'db.orders,db.refunds', 'icefloe.control.read.max-bytes': '4096', 'icefloe.control.buffer.max-bytes': '16384' } }).init();
   t.after(() => rig.close());
