@@ -4,7 +4,9 @@
  * right after a round that is still catching up on a control-topic backlog. "Soon" is a short delay, so
  * that tasks whose cycles end together land in one round; but once every task that announced before the
  * previous round has announced again, there is nothing left to wait for and the round starts at once (with
- * one task, every round: the delay is not part of its commit latency).
+ * one task, every round: the delay is not part of its commit latency). A task's announcement is readable
+ * only once its transaction's commit markers are written, which the broker does after the task's commit
+ * returned: a round started at once that commits nothing is tried again after the delay.
  * `stop()` ends the loop and runs one last round, so the tasks' final cycles (committed when they left
  * the group) become snapshots before the process exits.
  *
@@ -17,7 +19,8 @@ import type { BackoffBounds } from '../core/retry.ts';
 
 /** What the loop drives (ConnectorCommitter). */
 export interface CommitRounds {
-  round(): Promise<unknown>;
+  /** The commits the round made. */
+  round(): Promise<readonly unknown[]>;
   /** The round read a bounded step of a backlog: the next round follows at once, not an interval later. */
   behind?(): boolean;
 }
@@ -89,12 +92,20 @@ export class CommitterLoop {
   private async run(): Promise<void> {
     const wakeDelay = this.o.wakeDelayMs ?? WAKE_DELAY_MS;
     while (!this.stopping) {
+      /** The round starts without the wake delay: every task expected announced. */
+      let atOnce = false;
       await new Promise<void>((resolve) => {
-        const timer = setTimeout(resolve, this.wokenMeanwhile ? (this.allAnnounced() ? 0 : wakeDelay) : this.o.intervalMs);
+        const start = (ms: number): void => {
+          atOnce = ms === 0 && !this.stopping;
+          setTimeout(resolve, ms);
+        };
+        const first = this.wokenMeanwhile ? (this.allAnnounced() ? 0 : wakeDelay) : this.o.intervalMs;
+        atOnce = this.wokenMeanwhile && first === 0;
         this.wokenMeanwhile = false;
+        const timer = setTimeout(resolve, first);
         this.wakeHandler = () => {
           clearTimeout(timer);
-          setTimeout(resolve, this.stopping || this.allAnnounced() ? 0 : wakeDelay);
+          start(this.stopping || this.allAnnounced() ? 0 : wakeDelay);
         };
       });
       if (this.announcedSince.size > 0) {
@@ -106,10 +117,10 @@ export class CommitterLoop {
       };
       if (this.stopping) break;
       try {
-        await this.committer.round();
+        const made = await this.committer.round();
         this.backoff.reset();
         this.failing = undefined;
-        if (this.committer.behind?.() === true) this.wokenMeanwhile = true;
+        if (this.committer.behind?.() === true || (atOnce && made.length === 0)) this.wokenMeanwhile = true;
         this.afterRound();
       } catch (e) {
         this.failing = { sinceMs: this.failing?.sinceMs ?? Date.now(), count: (this.failing?.count ?? 0) + 1, error: errorMessage(e) };

@@ -154,7 +154,7 @@ test('while the committer is behind, the loop runs the next round at once, not a
   const { CommitterLoop } = await import('../../../src/coordinate/committer-loop.ts');
   const { SILENT_LOGGER } = await import('../../../src/core/log.ts');
   let rounds = 0;
-  const loop = new CommitterLoop({ round: () => Promise.resolve(++rounds), behind: () => rounds < 5 }, { intervalMs: 60_000, wakeDelayMs: 1, log: SILENT_LOGGER });
+  const loop = new CommitterLoop({ round: () => Promise.resolve([++rounds]), behind: () => rounds < 5 }, { intervalMs: 60_000, wakeDelayMs: 1, log: SILENT_LOGGER });
   loop.wake(); // the first round; the next four follow because it is behind, the sixth waits for the interval
   await until('five rounds', () => rounds >= 5, 2_000);
   await new Promise((r) => setTimeout(r, 200));
@@ -167,7 +167,14 @@ test('an announcement starts a round after the wake delay, at once when every ta
   const { SILENT_LOGGER } = await import('../../../src/core/log.ts');
   t.mock.timers.enable({ apis: ['setTimeout'] });
   let rounds = 0;
-  const loop = new CommitterLoop({ round: () => Promise.resolve(++rounds) }, { intervalMs: 60_000, wakeDelayMs: 100, log: SILENT_LOGGER });
+  /** What the next rounds find: a commit, or nothing (the announcement not readable yet). */
+  let finds = true;
+  const loop = new CommitterLoop({
+    round: () => {
+      rounds++;
+      return Promise.resolve(finds ? [rounds] : []);
+    },
+  }, { intervalMs: 60_000, wakeDelayMs: 100, log: SILENT_LOGGER });
   const settle = async (): Promise<void> => {
     for (let i = 0; i < 10; i++) await Promise.resolve();
   };
@@ -199,6 +206,20 @@ test('an announcement starts a round after the wake delay, at once when every ta
   assert.equal(rounds, 2);
   await tick(50);
   assert.equal(rounds, 3);
+  // Both announce, the round starts at once but finds nothing yet (the transaction's markers not written):
+  // it is tried again after the delay, not a commit interval later.
+  finds = false;
+  loop.wake(0);
+  loop.wake(1);
+  await tick(0);
+  assert.equal(rounds, 4);
+  finds = true;
+  await tick(99);
+  assert.equal(rounds, 4);
+  await tick(1);
+  assert.equal(rounds, 5, 'a round started at once that found nothing is tried again after the wake delay');
+  await tick(100);
+  assert.equal(rounds, 5, 'once');
   const stopped = loop.stop();
   await tick(0);
   await stopped;
