@@ -37,6 +37,8 @@ export interface CommitterLoopOptions {
 }
 
 const WAKE_DELAY_MS = 100;
+/** The task id of wakes that name none (task ids are 0 and up). */
+const ELSEWHERE = -1;
 const ROUND_BACKOFF: BackoffBounds = { initialDelayMs: 2_000, maxDelayMs: 30_000 };
 
 export class CommitterLoop {
@@ -49,7 +51,10 @@ export class CommitterLoop {
    * the next round then follows as soon as a wake outside a round would, not a whole interval later.
    */
   private wokenMeanwhile = false;
-  /** The tasks that announced since the current round began, and those that announced before it. */
+  /**
+   * The tasks that announced since the current round began, and those that announced before it. A wake
+   * without a task id (a task of another worker, through the queue) counts as one task, ELSEWHERE.
+   */
   private announcedSince = new Set<number>();
   private announcedBefore: ReadonlySet<number> = new Set();
   private wakeHandler: () => void = () => undefined;
@@ -66,7 +71,7 @@ export class CommitterLoop {
 
   /** A task announced (its id, when known): run a round soon. */
   wake(taskId?: number): void {
-    if (taskId !== undefined) this.announcedSince.add(taskId);
+    this.announcedSince.add(taskId ?? ELSEWHERE);
     this.wakeHandler();
   }
 
