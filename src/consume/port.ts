@@ -5,7 +5,8 @@
  * - `KafkaSource`: the task's consumer in the connector's group (`connect-<name>`), cooperative
  *   rebalancing, manual offsets only (nothing is ever auto-committed or auto-stored: offsets reach the
  *   group only through the cycle's transaction), batch polling with back-pressure (the caller asks for
- *   at most N records; nothing is buffered beyond the client's own fetch queue), pause/resume, seek.
+ *   at most N records; nothing is buffered beyond the client's own fetch queue and, in the Kafka adapter,
+ *   one batch consumed ahead, which seek, pause and rebalances take into account), pause/resume, seek.
  * - `TransactionalProducer`: one Kafka transaction per commit cycle: control-topic announcements, DLQ
  *   records and the source offsets (`sendOffsetsToTransaction` with the consumer's group metadata,
  *   KIP-447), then commit or abort. A stable `transactional.id` (`<connector>-<task>`) fences the
