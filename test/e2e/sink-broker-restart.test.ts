@@ -19,8 +19,9 @@
  * 5 s), shorter than the outage: every stop that catches an open transaction also lets the coordinator
  * time it out, the case that read as a fence.
  *
- * Restarting the broker is allowed here only because the suite runs serially on its own stack (CI), or on
- * a helper's second stack (ICEFLOE_RUN); the broker is started again in every exit path.
+ * Restarting the broker is allowed here only because this file runs alone (the e2e suite's `alone` list in
+ * scripts/run-tests.ts), or on a helper's second stack (ICEFLOE_RUN); the broker is started again in every
+ * exit path.
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
