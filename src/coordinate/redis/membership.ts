@@ -124,7 +124,7 @@ export class RedisMembership implements Membership {
       }
       await clock.sleep(heartbeatMs, this.#stop.signal).catch(() => undefined);
     }
-    log.info('joined the cluster', { workerId: self.workerId, members: this.members().map((m) => m.workerId) });
+    log.info('registered in the cluster membership', { workerId: self.workerId, members: this.members().map((m) => m.workerId) });
     this.#loop = this.#run();
   }
 
