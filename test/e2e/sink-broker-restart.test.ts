@@ -116,7 +116,9 @@ test('a broker stopped and started five times under a 2-task worker: the tasks r
   // dropped while the broker was away rejoins on its own, and until it has, the other task holds every
   // partition and reads the whole batch (correct, but it proves nothing about the rejoining task).
   const cyclesByTask = new Map<unknown, number>();
+  let batchesAfter = 0;
   for (let extra = 1; extra <= 6 && cyclesByTask.size < 2; extra++) {
+    batchesAfter = extra;
     produced.push(...(await produceJson(topic, PARTITIONS, batch((RESTARTS + extra) * BATCH))));
     await waitCommitted(w, table, produced.length, 120_000);
     cyclesByTask.clear();
@@ -132,6 +134,7 @@ test('a broker stopped and started five times under a 2-task worker: the tasks r
   const abortsFailed = w.logs('abort failed; the producer is re-created before the next cycle');
   const abandoned = w.logs('cycle abandoned; reading again from the committed offsets');
   t.diagnostic(`tasks' recovery after each restart (ms from the broker's start to every record in a committed cycle): ${JSON.stringify(rounds)}`);
+  t.diagnostic(`batches produced after the last restart until both tasks had committed a cycle: ${batchesAfter}`);
   t.diagnostic(`producers re-created: ${resets.length} (${JSON.stringify(resets.map((l) => l['task']))}); aborts failed: ${abortsFailed.length}; cycles abandoned: ${abandoned.length}`);
   t.diagnostic(`abandoned because: ${JSON.stringify([...new Set(abandoned.map((l) => String(l['error']).replace(/\d+/g, 'N')))].slice(0, 8))}`);
   const cut = abandoned.length + abortsFailed.length + w.logs('transaction call timed out; resuming it').length;
