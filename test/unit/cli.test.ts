@@ -131,6 +131,24 @@ test('the worker image (src/ without tools/): the worker loads, and generate say
   }
 });
 
+test('the composition root loads no client library a connector may not use: the AWS SDK, pg, BullMQ, ioredis come when used', () => {
+  // Each costs start-up CPU in every task process (the AWS SDK ~0.2 CPU-s): S3 is loaded on the first
+  // s3:// location, pg with the first PostgreSQL statement, Redis and BullMQ by distributed mode.
+  const root = fileURLToPath(new URL('../../', import.meta.url));
+  const script = `
+    import { registerHooks } from 'node:module';
+    const seen = [];
+    registerHooks({ resolve(specifier, context, next) { const r = next(specifier, context); seen.push(r.url); return r; } });
+    await import(${JSON.stringify(join(root, 'src/app.ts'))});
+    process.stdout.write(JSON.stringify(seen));`;
+  const r = spawnSync(process.execPath, ['--input-type=module', '-e', script], { encoding: 'utf8' });
+  assert.equal(r.status, 0, r.stderr);
+  const seen = JSON.parse(r.stdout) as string[];
+  assert.ok(seen.some((u) => u.endsWith('/src/app.ts')) && seen.length > 100, `the hook saw the imports (${seen.length})`);
+  const heavy = seen.filter((u) => /\/node_modules\/(@aws-sdk|pg|bullmq|ioredis)\/|\/src\/upload\/s3\//.test(u));
+  assert.deepEqual(heavy, []);
+});
+
 test('icefloe produce and consume: a bad option or input exits 2 naming it, before connecting to anything', async () => {
   const cases = [
     [['produce', '--value', '{}'], /--topic is required/],

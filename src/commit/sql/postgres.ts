@@ -5,9 +5,12 @@
  * `not-sent`; a failure after that without a SQLSTATE (socket closed, client-side query time-out) is
  * `connection-lost`, as are SQLSTATE classes 08 (connection exception) and 57P01/57P02 (the server was
  * shut down under us, possibly after committing).
+ * `pg` is loaded when the first statement runs, not when this module is: the composition root imports
+ * this driver for every catalog, and most connectors of a process never use PostgreSQL.
+ *
  * Must not: log the connection string (it carries the password).
  */
-import pg from 'pg';
+import type pg from 'pg';
 import { SqlDriverError } from './driver.ts';
 import type { SqlDriver, SqlErrorKind, SqlValue } from './driver.ts';
 
@@ -32,8 +35,16 @@ function errno(e: unknown): string | undefined {
   return typeof c === 'string' ? c : undefined;
 }
 
+type Pg = typeof pg;
+let loading: Promise<Pg> | undefined;
+function loadPg(): Promise<Pg> {
+  loading ??= import('pg').then((m) => m.default);
+  loading.catch(() => (loading = undefined));
+  return loading;
+}
+
 /** Classifies a failure of a statement sent on an established connection. */
-function classify(e: unknown): SqlDriverError {
+function classify(pg: Pg, e: unknown): SqlDriverError {
   if (e instanceof pg.DatabaseError && e.code !== undefined) {
     const state = e.code;
     let kind: SqlErrorKind = 'other';
@@ -53,10 +64,23 @@ function numbered(sql: string): string {
 
 export class PostgresDriver implements SqlDriver {
   readonly dialect = 'postgres' as const;
-  readonly #pool: pg.Pool;
+  readonly #config: PostgresDriverConfig;
+  /** Made with the first statement. */
+  #pool: { readonly pg: Pg; readonly pool: pg.Pool } | undefined;
+  #closed = false;
 
   constructor(config: PostgresDriverConfig) {
-    this.#pool = new pg.Pool({
+    this.#config = config;
+  }
+
+  async #connect(): Promise<{ readonly pg: Pg; readonly pool: pg.Pool }> {
+    if (this.#pool !== undefined) return this.#pool;
+    if (this.#closed) throw new SqlDriverError('not-sent', undefined, new Error('the PostgreSQL driver is closed'));
+    const pg = await loadPg();
+    // Another call may have made it while `pg` loaded.
+    if (this.#pool !== undefined) return this.#pool;
+    const config = this.#config;
+    const pool = new pg.Pool({
       connectionString: config.connectionString,
       max: config.maxConnections ?? 4,
       query_timeout: config.queryTimeoutMs ?? 30_000,
@@ -64,12 +88,15 @@ export class PostgresDriver implements SqlDriver {
       ...(config.schema === undefined ? {} : { options: `-c search_path=${config.schema}` }),
     });
     // An idle connection the server drops must not crash the process; the next checkout replaces it.
-    this.#pool.on('error', () => undefined);
+    pool.on('error', () => undefined);
+    this.#pool = { pg, pool };
+    return this.#pool;
   }
 
-  async #client(): Promise<pg.PoolClient> {
+  async #client(): Promise<{ readonly pg: Pg; readonly client: pg.PoolClient }> {
+    const { pg, pool } = await this.#connect();
     try {
-      return await this.#pool.connect();
+      return { pg, client: await pool.connect() };
     } catch (e) {
       // Connecting failed: nothing was sent. A server that refuses us for good (bad password 28P01,
       // unknown database 3D000) is `other`, which the catalog reports as a configuration problem.
@@ -80,13 +107,13 @@ export class PostgresDriver implements SqlDriver {
     }
   }
 
-  async #run<T>(fn: (client: pg.PoolClient) => Promise<T>): Promise<T> {
-    const client = await this.#client();
+  async #run<T>(fn: (client: pg.PoolClient, pg: Pg) => Promise<T>): Promise<T> {
+    const { pg, client } = await this.#client();
     let broken: Error | undefined;
     try {
-      return await fn(client);
+      return await fn(client, pg);
     } catch (e) {
-      const err = e instanceof SqlDriverError ? e : classify(e);
+      const err = e instanceof SqlDriverError ? e : classify(pg, e);
       if (err.kind === 'connection-lost') broken = err;
       throw err;
     } finally {
@@ -103,13 +130,13 @@ export class PostgresDriver implements SqlDriver {
   }
 
   async transaction(statements: readonly { sql: string; params?: readonly SqlValue[] }[]): Promise<void> {
-    await this.#run(async (c) => {
+    await this.#run(async (c, pg) => {
       await c.query('BEGIN');
       try {
         for (const s of statements) await c.query(numbered(s.sql), [...(s.params ?? [])]);
         await c.query('COMMIT');
       } catch (e) {
-        const err = classify(e);
+        const err = classify(pg, e);
         if (err.kind !== 'connection-lost') await c.query('ROLLBACK').catch(() => undefined);
         throw err;
       }
@@ -117,6 +144,7 @@ export class PostgresDriver implements SqlDriver {
   }
 
   async close(): Promise<void> {
-    await this.#pool.end();
+    this.#closed = true;
+    await this.#pool?.pool.end();
   }
 }

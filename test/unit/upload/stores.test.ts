@@ -75,3 +75,36 @@ test('router: dispatches by scheme and refuses a scheme without a store', async 
   assert.equal(await local.exists(`file://${path}`), true);
   await assert.rejects(router.get('memory://n/x'), ConfigError);
 });
+
+test('router: a store given as a loader is made on its scheme\'s first call, once, and only then closed', async () => {
+  const mem = new MemoryObjectStore();
+  let loads = 0;
+  let closed = 0;
+  mem.close = async () => void closed++;
+  let fail = true;
+  const router = new SchemeRouterStore({
+    file: local,
+    s3: async () => {
+      loads++;
+      if (fail) {
+        fail = false;
+        throw new Error('the adapter did not load');
+      }
+      return mem;
+    },
+  });
+  // Other schemes and close() do not load it (a connector that writes local files never loads the SDK).
+  await router.put(`file://${join(root, `${randomUUID()}.bin`)}`, new Uint8Array([1]));
+  const unused = new SchemeRouterStore({ s3: async () => assert.fail('loaded by close()') });
+  await unused.close();
+  assert.equal(loads, 0);
+  // A failed load surfaces and is tried again on the next call.
+  await assert.rejects(router.exists('s3://b/x'), /did not load/);
+  // Concurrent first calls share one load.
+  await Promise.all([router.put('s3://b/x', new Uint8Array([1])), router.put('s3://b/y', new Uint8Array([2]))]);
+  assert.equal(loads, 2);
+  assert.deepEqual([...(await router.get('s3://b/y'))], [2]);
+  assert.equal(loads, 2);
+  await router.close();
+  assert.equal(closed, 1);
+});
