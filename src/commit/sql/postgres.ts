@@ -5,6 +5,7 @@
  * `not-sent`; a failure after that without a SQLSTATE (socket closed, client-side query time-out) is
  * `connection-lost`, as are SQLSTATE classes 08 (connection exception) and 57P01/57P02 (the server was
  * shut down under us, possibly after committing).
+ *
  * `pg` is loaded when the first statement runs, not when this module is: the composition root imports
  * this driver for every catalog, and most connectors of a process never use PostgreSQL.
  *
@@ -74,11 +75,13 @@ export class PostgresDriver implements SqlDriver {
   }
 
   async #connect(): Promise<{ readonly pg: Pg; readonly pool: pg.Pool }> {
+    const closed = (): SqlDriverError => new SqlDriverError('not-sent', undefined, new Error('the PostgreSQL driver is closed'));
     if (this.#pool !== undefined) return this.#pool;
-    if (this.#closed) throw new SqlDriverError('not-sent', undefined, new Error('the PostgreSQL driver is closed'));
+    if (this.#closed) throw closed();
     const pg = await loadPg();
-    // Another call may have made it while `pg` loaded.
+    // Another call may have made it, or close() come, while `pg` loaded.
     if (this.#pool !== undefined) return this.#pool;
+    if (this.#closed) throw closed();
     const config = this.#config;
     const pool = new pg.Pool({
       connectionString: config.connectionString,
