@@ -181,6 +181,9 @@ async function route(pl: Pipeline, req: Request, method: string, parts: readonly
       ints[seg.slice(1)] = n;
     }
   }
+  // Connect's herder queues connector requests until it has joined the cluster and read its configs; so do
+  // we (clients that POST as soon as the port answers get the stored state, not an empty one or a 500).
+  if (parts[0] === 'connectors') await withTimeout(() => pl.herder.ready(), pl.requestTimeoutMs, () => new RequestRefused('timeout', 'Request timed out'));
   const host = req.headers.host;
   return r.handle({
     herder: pl.herder,

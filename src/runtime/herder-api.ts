@@ -97,6 +97,13 @@ export interface RestartOptions {
 export interface HerderApi {
   serverInfo(): Promise<ServerInfo>;
   health(): Promise<WorkerHealth>;
+  /**
+   * Resolves once the herder knows the stored connectors (in distributed mode: the worker has joined the
+   * cluster and read the config topic). Requests about connectors wait for it, as Connect's herder queues
+   * them until it has joined: until then "no such connector" or a config written over a stored one could
+   * be the answer.
+   */
+  ready(): Promise<void>;
 
   connectorNames(): readonly string[];
   connectorInfo(name: string): ConnectorInfo;

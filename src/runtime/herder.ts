@@ -160,6 +160,8 @@ export class StandaloneHerder implements HerderApi {
   /** The per-name chains of operations (kept across delete: a re-create waits for the old stop). */
   private readonly chains = new Map<string, Promise<void>>();
   private started = false;
+  /** Resolved when start() has loaded the stored connectors (`ready()`). */
+  private readonly loaded = Promise.withResolvers<void>();
   /** Set by stop(): operations queued after it do not start connectors again. */
   private stopped = false;
 
@@ -175,6 +177,7 @@ export class StandaloneHerder implements HerderApi {
   async start(commandLine: readonly Readonly<Record<string, string>>[]): Promise<void> {
     for (const s of this.d.store.load()) this.entries.set(s.name, { ...this.newEntry(s.config, s.target), hasTasks: s.tasks !== false });
     this.d.store.watch?.((name, stored) => this.external(name, stored));
+    this.loaded.resolve();
     const cluster = this.d.cluster;
     if (cluster !== undefined) {
       cluster.onPlacement(() => {
@@ -222,6 +225,10 @@ export class StandaloneHerder implements HerderApi {
 
   serverInfo(): Promise<ServerInfo> {
     return this.d.serverInfo();
+  }
+
+  ready(): Promise<void> {
+    return this.loaded.promise;
   }
 
   health(): Promise<WorkerHealth> {

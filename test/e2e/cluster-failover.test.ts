@@ -158,10 +158,11 @@ test('a committer frozen past its lease commits nothing when thawed; the worker 
 test('scale out from 1 to 3 workers and back to 1 while records flow: tasks rebalance, status follows, every record once', { timeout: 600_000 }, async (t) => {
   const s = await setup(t, 'clsc');
   const workers = [s.track(startClusterWorker(s.n))];
-  const urls = [await (workers[0] as WorkerProcess).restUrl()];
-  await (workers[0] as WorkerProcess).waitFor(/"msg":"joined the cluster"/);
   const name = unique('clsc');
   await s.produce(200);
+  // Created as soon as the REST port answers, before the worker has joined: the request waits for the join
+  // and the config topic (docs/rest.md), as Connect's herder queues it.
+  const urls = [await (workers[0] as WorkerProcess).restUrl()];
   await create(urls[0] as string, s.connector(name, 4), workers);
   await waitStatuses(urls, name, '4 tasks RUNNING on the one worker', runningOn(urls.map(workerIdOf), 4));
   let flowing = true;

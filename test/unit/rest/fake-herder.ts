@@ -85,6 +85,12 @@ export class FakeHerder implements HerderApi {
     return { version: '3.9.0', commit: '0123456789abcdef', kafka_cluster_id: 'cluster-1' };
   }
 
+  /** Replace to hold connector requests (the herder not loaded yet). */
+  readyPromise: Promise<void> = Promise.resolve();
+  ready(): Promise<void> {
+    return this.readyPromise;
+  }
+
   async health(): Promise<WorkerHealth> {
     this.#record('health');
     await this.#wait();

@@ -88,6 +88,29 @@ test('a herder call that does not answer in time is 500 "Request timed out"', { 
   }
 });
 
+test('connector requests wait until the herder has loaded the stored connectors; the root, /health and plugins do not', { timeout: 10_000 }, async () => {
+  const r = rig();
+  let loaded!: () => void;
+  r.herder.readyPromise = new Promise<void>((resolve) => (loaded = resolve));
+  r.herder.healthAnswer = { status: 'starting', message: 'Worker is still starting up.' };
+  const create = r.req('POST', '/connectors', { name: 'x', config: { 'connector.class': SINK_CLASS } });
+  const list = r.req('GET', '/connectors');
+  assert.equal((await r.req('GET', '/')).status, 200);
+  assert.equal((await r.req('GET', '/health')).status, 503);
+  assert.equal((await r.req('GET', '/connector-plugins')).status, 200);
+  await new Promise((resolve) => setTimeout(resolve, 50));
+  assert.deepEqual(r.herder.calls.map(([m]) => m).filter((m) => !['serverInfo', 'health', 'plugins'].includes(m)), [], 'no connector call reached the herder before it was ready');
+  // The connector the config topic holds is known by then: the create is refused, the list shows it.
+  r.herder.add('x');
+  loaded();
+  assertError(await create, 409, 'Connector x already exists');
+  assert.deepEqual((await list).json, ['x']);
+  // Never ready: the request times out as any herder call does.
+  const late = rig({ requestTimeoutMs: 30 });
+  late.herder.readyPromise = new Promise<void>(() => undefined);
+  assertError(await late.req('GET', '/connectors'), 500, 'Request timed out');
+});
+
 test('refusals map to statuses by reason; a foreign error is 500 with its message only, URL passwords masked', async () => {
   const r = rig();
   r.herder.add('orders');

@@ -174,6 +174,21 @@ test('create, pause, resume, stop, resume, delete: status follows, configs echo 
   await until('its tasks stopped and the connector gone from the worker', () => r.tasks.every((x) => x.stopped) && r.worker.running().length === 0);
 });
 
+test('ready() resolves once start() has loaded the stored connectors, before they have started', async (t) => {
+  const r = rig({ stored: [{ name: 'orders', config: { ...CONFIG, name: 'orders' }, target: 'STARTED' }] });
+  t.after(() => r.herder.stop());
+  let ready = false;
+  void r.herder.ready().then(() => (ready = true));
+  await new Promise((resolve) => setTimeout(resolve, 20));
+  assert.equal(ready, false, 'not ready before start()');
+  const started = r.herder.start([]);
+  await r.herder.ready();
+  assert.deepEqual(r.herder.connectorNames(), ['orders'], 'the stored connector is known when ready() resolves');
+  assert.equal((await r.herder.health()).status, 'starting', 'ready before the connectors have started: their status is served meanwhile');
+  await started;
+  assert.equal((await r.herder.health()).status, 'healthy');
+});
+
 test('an identical PUT restarts nothing; a changed one restarts the connector with the new config', async (t) => {
   const r = rig();
   t.after(() => r.herder.stop());
