@@ -52,6 +52,7 @@ import { valueFormat } from './decode/value-format.ts';
 import { SinkTask } from './runtime/task.ts';
 import { runTaskChild as runTaskProcess, taskProcessHandle } from './runtime/task-process.ts';
 import type { ParentMessage } from './runtime/task-process.ts';
+import { CallTracker, taskStallBound } from './runtime/watchdog.ts';
 import { DEFAULT_SESSION_TIMEOUT_MS, checkTaskIdsFree, lingerMs, taskClientId } from './runtime/task-ids.ts';
 import { StandaloneWorker } from './runtime/worker.ts';
 import { StandaloneHerder } from './runtime/herder.ts';
@@ -131,7 +132,7 @@ function crashPoints(spec: CrashSpec | undefined): CrashPoints {
     process.stderr.write(`${line}\n`);
     process.kill(process.pid, 'SIGKILL');
     throw new Error('unreachable: SIGKILL did not stop the process');
-  });
+  }, (line) => process.stderr.write(`${line}\n`)); // a stall point: the line, then the call hangs
 }
 
 // ---------------------------------------------------------------------------------------------------
@@ -246,7 +247,9 @@ export async function startTaskInProcess(spec: TaskSpec, log: Logger, onAnnounce
   const catalog = catalogFor(connector.catalog, store);
   const valueConverter = effectiveConverter(connector.valueConverter, worker.valueConverter);
   const keyConverter = effectiveConverter(connector.keyConverter, worker.keyConverter);
-  const resolver = valueConverter.schemaRegistryUrls.length === 0 ? undefined : new ConfluentSchemaResolver(registryOptionsFromConverterProps(valueConverter.props));
+  // The task's calls, for its watchdog: the registry's here, Kafka's, the store's and the catalog's in the task.
+  const calls = new CallTracker();
+  const resolver = valueConverter.schemaRegistryUrls.length === 0 ? undefined : calls.wrap('registry', new ConfluentSchemaResolver(registryOptionsFromConverterProps(valueConverter.props)));
   const source = await ConfluentKafkaSource.connect({
     settings: { ...settings, ...worker.consumerProps },
     overrides: connector.consumerOverrides,
@@ -274,11 +277,11 @@ export async function startTaskInProcess(spec: TaskSpec, log: Logger, onAnnounce
     crash,
     log,
     onAnnounced,
+    calls, stallBound: taskStallBound(worker, connector),
   });
-  const done = task.run().finally(async () => {
-    await catalog.close().catch(() => undefined);
-    await store.close().catch(() => undefined);
-  });
+  const close = (): Promise<unknown> => Promise.all([catalog.close().catch(() => undefined), store.close().catch(() => undefined)]);
+  // A stuck task's clients may be what is stuck: their close is not waited for (watchdog.ts).
+  const done = task.run().finally(() => (task.endedStuck ? void close() : close()));
   return { task, done };
 }
 

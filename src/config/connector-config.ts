@@ -121,6 +121,8 @@ export interface ConnectorConfig {
   readonly commit: { readonly intervalMs: number; readonly maxBytes: number | null; readonly maxRecords: number | null };
   /** icefloe.task.memory-budget-bytes: what one task's writers may hold (write/budget.ts). */
   readonly memoryBudgetBytes: number;
+  /** icefloe.task.stall-timeout-ms: the progress watchdog's bound; null: derived (runtime/watchdog.ts); 0: off. */
+  readonly stallTimeoutMs: number | null;
   readonly catalog: CatalogConfig;
   /** Keys of the stored map that hold secrets (redacted in logs and status). */
   readonly secretKeys: readonly string[];
@@ -425,6 +427,7 @@ function build(p: ParsedConfig, options: ConnectorParseOptions): ConnectorConfig
     control,
     commit: Object.freeze({ intervalMs: control.commitIntervalMs, maxBytes: p.number('icefloe.commit.max-bytes'), maxRecords: p.number('icefloe.commit.max-records') }),
     memoryBudgetBytes: n(p, 'icefloe.task.memory-budget-bytes'),
+    stallTimeoutMs: p.number('icefloe.task.stall-timeout-ms'),
     catalog,
     secretKeys: p.secretKeys(),
     warnings: p.warnings,

@@ -7,6 +7,10 @@
  * test can assert the point was hit) and the process dies by SIGKILL: no finally blocks, no flushes.
  * With ICEFLOE_CRASH_ACTION=throw the point instead raises an exception nothing catches (from the event
  * loop, as a client's callback would), so a test can watch how the process handles an uncaught exception.
+ *
+ * Stall points (`reachAsync`, awaited inside a call to a client): with ICEFLOE_CRASH_ACTION=hang the call
+ * never settles — as a Kafka client whose callback never comes — after the line naming the point, so a
+ * test can watch the task's watchdog (runtime/watchdog.ts) find it stuck there, fail it and have it restarted.
  */
 import { ConfigError } from '../core/errors.ts';
 
@@ -23,23 +27,33 @@ export const CRASH_POINTS = [
   'committer.after-catalog-commit',
   /** One table of a committer round is committed, the next one is not. */
   'committer.between-tables',
+  /** A stall point: the task's call to commit the cycle's Kafka transaction (announcements and offsets sent). */
+  'task.in-kafka-call',
 ] as const;
 export type CrashPoint = (typeof CRASH_POINTS)[number];
 
 export interface CrashPoints {
   reach(point: CrashPoint): void;
+  /**
+   * A point inside a call to a client: as `reach`, but with the action `hang` the returned promise never
+   * settles (the call hangs there). Resolves at once when the point is not the configured one.
+   */
+  reachAsync?(point: CrashPoint): Promise<void>;
 }
 
 export const NO_CRASH_POINTS: CrashPoints = { reach: () => undefined };
 
-export const CRASH_ACTIONS = ['kill', 'throw', 'stop'] as const;
+export const CRASH_ACTIONS = ['kill', 'throw', 'stop', 'hang'] as const;
 export type CrashAction = (typeof CRASH_ACTIONS)[number];
 
 export interface CrashSpec {
   readonly point: CrashPoint;
   /** Crash when the point is reached for this time (1 = the first time). */
   readonly after: number;
-  /** kill (default): SIGKILL; throw: an uncaught exception; stop: SIGSTOP to itself (frozen until a SIGCONT, then it goes on). */
+  /**
+   * kill (default): SIGKILL; throw: an uncaught exception; stop: SIGSTOP to itself (frozen until a SIGCONT,
+   * then it goes on); hang: the call at the point never returns (`reachAsync`; at a `reach` point, as kill).
+   */
   readonly action?: CrashAction;
 }
 
@@ -54,18 +68,29 @@ export function parseCrashSpec(point: string | undefined, after: string | undefi
   if (action !== undefined && action !== '' && !(CRASH_ACTIONS as readonly string[]).includes(action)) {
     throw new ConfigError(`unknown crash action ${JSON.stringify(action)}; known: ${CRASH_ACTIONS.join(', ')}`);
   }
-  return { point: point as CrashPoint, after: n, ...(action === 'throw' || action === 'stop' ? { action } : {}) };
+  return { point: point as CrashPoint, after: n, ...(action === 'throw' || action === 'stop' || action === 'hang' ? { action } : {}) };
 }
 
-/** Crash points armed for `spec`; `die` kills the process (or, action `stop`, freezes it and returns once thawed). */
-export function armCrashPoints(spec: CrashSpec | undefined, die: (line: string) => void): CrashPoints {
+/**
+ * Crash points armed for `spec`; `die` kills the process (or, action `stop`, freezes it and returns once
+ * thawed). Action `hang` at a `reachAsync` point writes its line with `hang` and never settles.
+ */
+export function armCrashPoints(spec: CrashSpec | undefined, die: (line: string) => void, hang: (line: string) => void = () => undefined): CrashPoints {
   if (spec === undefined) return NO_CRASH_POINTS;
   let hits = 0;
+  const hit = (point: CrashPoint): boolean => point === spec.point && ++hits === spec.after;
   return {
     reach(point) {
-      if (point !== spec.point) return;
-      hits++;
-      if (hits === spec.after) die(`icefloe: crash point ${point} reached (hit ${hits}); killing the process`);
+      if (hit(point)) die(`icefloe: crash point ${point} reached (hit ${hits}); killing the process`);
+    },
+    reachAsync(point) {
+      if (!hit(point)) return Promise.resolve();
+      if (spec.action !== 'hang') {
+        die(`icefloe: crash point ${point} reached (hit ${hits}); killing the process`);
+        return Promise.resolve();
+      }
+      hang(`icefloe: stall point ${point} reached (hit ${hits}); the call hangs (never returns)`);
+      return new Promise<void>(() => undefined);
     },
   };
 }

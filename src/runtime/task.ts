@@ -47,6 +47,8 @@ import type { ObjectStore } from '../upload/port.ts';
 import type { ValueFormat } from '../decode/value-format.ts';
 import { isSchemaUnavailable } from '../decode/registry-port.ts';
 import { PartitionHolds } from './partition-holds.ts';
+import { CallTracker, Watchdog } from './watchdog.ts';
+import type { StallBound } from './watchdog.ts';
 
 export interface SinkTaskDeps {
   /**
@@ -81,6 +83,13 @@ export interface SinkTaskDeps {
   readonly schemaWaitBackoff?: BackoffBounds;
   /** Numbers in [0, 1) for the back-offs' jitter (tests pass a fixed one); default Math.random. */
   readonly random?: () => number;
+  /**
+   * The calls the task is inside (watchdog.ts): the task tracks its Kafka, store and catalog calls in it;
+   * app.ts passes the one it tracks the registry's calls in too. Default: a new one.
+   */
+  readonly calls?: CallTracker;
+  /** The progress watchdog's bound (watchdog.ts `stallBound`); absent or 0: no watchdog. */
+  readonly stallBound?: StallBound;
 }
 
 export type TaskState = 'UNASSIGNED' | 'RUNNING' | 'PAUSED' | 'FAILED' | 'STOPPED';
@@ -164,6 +173,15 @@ export class SinkTask {
   private retrying: { readonly sinceMs: number; count: number; error: string; readonly cycles: number } | undefined;
   /** Set by `fail()`: the worker failed the connector (a table stopped); the loop ends with it. */
   private failure: FatalError | undefined;
+  /** The clients as the task uses them: every promise-returning call tracked for the watchdog. */
+  private readonly source: KafkaSource;
+  private readonly producer: TransactionalProducer;
+  private readonly calls: CallTracker;
+  private readonly watchdog: Watchdog | undefined;
+  /** Set when the watchdog found the task stuck: `run()` rejects with it at once, whatever the loop awaits. */
+  private stuck: ((error: FatalError) => void) | undefined;
+  /** Whether the task ended stuck (its clients may be what is stuck: nobody should wait for their close). */
+  endedStuck = false;
 
   constructor(deps: SinkTaskDeps) {
     this.d = deps;
@@ -171,13 +189,18 @@ export class SinkTask {
     this.log = deps.log.child({ connector: deps.connector.name, task: deps.taskId });
     this.now = deps.nowMs ?? Date.now;
     const { connector } = deps;
+    this.calls = deps.calls ?? new CallTracker();
+    this.source = this.calls.wrap('Kafka', deps.source);
+    this.producer = this.calls.wrap('Kafka', withStallPoint(deps.producer, deps.crash));
+    const catalog = this.calls.wrap('catalog', deps.catalog);
+    const store = this.calls.wrap('object store', deps.store);
     this.backoffBounds = cycleBackoff(connector.errors.retryDelayMaxMs);
     this.backoff = new Backoff(this.backoffBounds, deps.random);
     this.writer = new SinkWriter({
       connector,
       taskId: deps.taskId,
-      catalog: deps.catalog,
-      store: deps.store,
+      catalog,
+      store,
       format: deps.format,
       keyConverter: deps.keyConverter,
       log: this.log,
@@ -191,7 +214,7 @@ export class SinkTask {
       now: this.now,
       endCycle: async (why) => {
         this.throwIfFailed();
-        await this.channel.endCycle(why);
+        await this.endCycle(why);
         return !this.channel.needsRewind;
       },
     });
@@ -200,10 +223,10 @@ export class SinkTask {
       taskId: deps.taskId,
       controlTopic: connector.control.topic,
       triggers: { intervalMs: connector.commit.intervalMs, maxRecords: connector.commit.maxRecords, maxBytes: connector.commit.maxBytes },
-      source: deps.source,
-      producer: deps.producer,
+      source: this.source,
+      producer: this.producer,
       writer: this.writer,
-      store: deps.store,
+      store,
       crash: deps.crash,
       log: this.log,
       now: this.now,
@@ -213,7 +236,46 @@ export class SinkTask {
     // errors.retry.delay.max.ms caps these waits too: a registry that is down is infrastructure like any other.
     const cap = connector.errors.retryDelayMaxMs;
     const waitBounds = deps.schemaWaitBackoff ?? { initialDelayMs: Math.min(SCHEMA_WAIT_BACKOFF.initialDelayMs, cap), maxDelayMs: Math.min(SCHEMA_WAIT_BACKOFF.maxDelayMs, cap) };
-    this.holds = new PartitionHolds({ source: deps.source, log: this.log, now: this.now, backoff: () => new Backoff(waitBounds, deps.random) });
+    this.holds = new PartitionHolds({ source: this.source, log: this.log, now: this.now, backoff: () => new Backoff(waitBounds, deps.random) });
+    const bound = deps.stallBound;
+    this.watchdog = bound === undefined || bound.ms <= 0 ? undefined : new Watchdog({ bound, calls: this.calls, work: () => this.pendingWork(), onStuck: (m) => this.onStuck(m), log: this.log });
+  }
+
+  /**
+   * What the watchdog counts as work (watchdog.ts): the cycle is due, or an assigned partition that is
+   * neither paused nor held for a schema has records beyond the task's position. A paused task has none.
+   */
+  pendingWork(): string | undefined {
+    if (this.state !== 'RUNNING' && this.state !== 'PAUSED') return undefined;
+    if (this.paused) return undefined;
+    if (this.channel.due()) return `its cycle was due (${Math.max(0, Math.round((this.now() - this.channel.deadline()) / 1000))} s past its interval, or its record or byte trigger reached)`;
+    if (this.pauseWanted) return undefined;
+    let behind = 0;
+    try {
+      const assigned = this.source.assignment().filter((tp) => !this.holds.isHeld(tp));
+      for (const p of this.source.position(assigned)) {
+        const high = this.source.highWatermark(p);
+        if (p.offset !== null && high !== null && high > p.offset) behind++;
+      }
+    } catch {
+      return undefined; // a client that cannot say: the cycle's clock still runs
+    }
+    return behind === 0 ? undefined : `${behind} assigned partition(s) had records beyond its position`;
+  }
+
+  /** The watchdog found the task stuck: it fails at once (run() rejects), restartable, naming the call. */
+  private onStuck(message: string): void {
+    const error = new FatalError(message, { context: { restartable: true, watchdog: true } });
+    this.log.error(message);
+    this.failure ??= error; // the loop, should its call ever return, ends at its next step
+    this.stopping = true;
+    this.stuck?.(error);
+  }
+
+  /** Ends the cycle through the channel; a cycle that ended (committed, or nothing to commit) is progress. */
+  private async endCycle(why: string): Promise<void> {
+    await this.channel.endCycle(why);
+    this.watchdog?.progress();
   }
 
   get metrics(): TaskMetrics {
@@ -272,43 +334,64 @@ export class SinkTask {
 
   /** Runs until `stop()` (resolves) or a failure the task cannot retry (state FAILED, rejects). */
   async run(): Promise<void> {
-    const { source, producer, connector } = this.d;
+    const { source, producer } = this;
+    const stuck = new Promise<never>((_, reject) => (this.stuck = reject));
+    stuck.catch(() => undefined); // raced below; unobserved when the task ends otherwise
+    this.watchdog?.start();
     try {
-      await this.register();
-      const subscription = connector.topics.kind === 'list' ? { kind: 'list' as const, topics: connector.topics.topics } : { kind: 'regex' as const, pattern: connector.topics.pattern };
-      await source.subscribe(subscription, {
-        onAssigned: (tps) => (this.holds.forget(tps), this.channel.onAssigned(tps)),
-        onRevoked: (tps, info) => this.channel.onRevoked(tps, info.lost).finally(() => this.holds.forget(tps)),
-      });
-      this.state = 'RUNNING';
-      this.log.info('task started', { transactionalId: producer.transactionalId, group: source.groupId });
-      while (!this.stopping) {
-        this.throwIfFailed();
-        try {
-          if (this.pauseWanted || this.paused) await this.pausedStep();
-          else await this.pollOnce();
-          this.recovered();
-        } catch (e) {
-          await this.retryLater(e);
-        }
-      }
+      await Promise.race([this.loop(), stuck]);
+      this.watchdog?.stop();
       this.throwIfFailed();
       await source.close(); // the final revoke commits the last cycle
       this.state = 'STOPPED';
       this.log.info('task stopped', { ...this.metrics });
     } catch (e) {
+      this.watchdog?.stop();
       this.state = 'FAILED';
-      this.restartable = this.failure === undefined && (restartable(e) || (this.d.restartFenced === true && isFenced(e)));
+      this.endedStuck = e instanceof FatalError && e.context['watchdog'] === true;
+      this.restartable = this.endedStuck || (this.failure === undefined && (restartable(e) || (this.d.restartFenced === true && isFenced(e))));
       this.trace = e instanceof Error ? (e.stack ?? e.message) : String(e);
       this.failedWith = { ...describeFailure(e), restartable: this.restartable };
       // The worker logs the one failure line a person reads (runtime/worker.ts), with the trace.
       this.log.debug('task ended with an error', { error: errorMessage(e) });
       this.channel.markFailed();
+      if (this.endedStuck) {
+        // Its clients may be what is stuck: their clean-up is not waited for (a task process ends now;
+        // fencing and the transaction time-out make the old transaction harmless, as after a crash).
+        void this.channel.abandon(e).catch(() => undefined);
+        void source.close().catch(() => undefined);
+        void producer.close().catch(() => undefined);
+        throw e;
+      }
       await this.channel.abandon(e);
       await source.close().catch(() => undefined);
       throw e;
     } finally {
-      await producer.close().catch(() => undefined);
+      if (!this.endedStuck) await producer.close().catch(() => undefined);
+    }
+  }
+
+  /** Registers, subscribes and runs the loop until `stop()` or a failure. */
+  private async loop(): Promise<void> {
+    const { source, producer } = this;
+    const { connector } = this.d;
+    await this.register();
+    const subscription = connector.topics.kind === 'list' ? { kind: 'list' as const, topics: connector.topics.topics } : { kind: 'regex' as const, pattern: connector.topics.pattern };
+    await source.subscribe(subscription, {
+      onAssigned: (tps) => (this.holds.forget(tps), this.channel.onAssigned(tps)),
+      onRevoked: (tps, info) => this.channel.onRevoked(tps, info.lost).then(() => this.watchdog?.progress()).finally(() => this.holds.forget(tps)),
+    });
+    this.state = 'RUNNING';
+    this.log.info('task started', { transactionalId: producer.transactionalId, group: source.groupId });
+    while (!this.stopping) {
+      this.throwIfFailed();
+      try {
+        if (this.pauseWanted || this.paused) await this.pausedStep();
+        else await this.pollOnce();
+        this.recovered();
+      } catch (e) {
+        await this.retryLater(e);
+      }
     }
   }
 
@@ -325,7 +408,7 @@ export class SinkTask {
     holds.resumeDue();
     const waitMs = Math.max(1, Math.min(MAX_POLL_WAIT_MS, channel.deadline() - this.now(), holds.msToNextResume()));
     const startedMs = this.now();
-    const batch = await this.d.source.poll({ maxRecords: POLL_MAX_RECORDS, timeoutMs: waitMs });
+    const batch = await this.source.poll({ maxRecords: POLL_MAX_RECORDS, timeoutMs: waitMs });
     if (channel.needsRewind) return; // the batch was read past an abandoned cycle: re-read instead
     channel.polled(batch, startedMs);
     for (const r of batch) {
@@ -345,7 +428,7 @@ export class SinkTask {
     }
     if (channel.due()) {
       this.throwIfFailed(); // a failed connector commits no further cycle
-      await channel.endCycle('trigger');
+      await this.endCycle('trigger');
     }
   }
 
@@ -357,7 +440,7 @@ export class SinkTask {
    */
   private async pausedStep(): Promise<void> {
     const { channel, holds } = this;
-    const source = this.d.source;
+    const source = this.source;
     if (channel.needsRewind) {
       await channel.rewind();
       holds.afterRewind();
@@ -372,7 +455,7 @@ export class SinkTask {
     }
     if (!this.paused) {
       this.throwIfFailed();
-      await channel.endCycle('pause');
+      await this.endCycle('pause');
       this.paused = true;
       this.state = 'PAUSED';
       this.log.info('task paused: its open cycle is committed; the partitions stay assigned and paused');
@@ -415,7 +498,7 @@ export class SinkTask {
   private async register(): Promise<void> {
     for (;;) {
       try {
-        await this.d.producer.initTransactions();
+        await this.producer.initTransactions();
         this.backoff.reset();
         this.retrying = undefined;
         return;
@@ -423,8 +506,8 @@ export class SinkTask {
         if (!(e instanceof RetriableError) || this.stopping) throw e;
         this.failedAgain(e);
         const delay = this.backoff.next();
-        this.log.warn('could not register the transactional id; retrying', { transactionalId: this.d.producer.transactionalId, error: errorMessage(e), retryInMs: delay });
-        await (this.d.sleep ?? sleep)(delay);
+        this.log.warn('could not register the transactional id; retrying', { transactionalId: this.producer.transactionalId, error: errorMessage(e), retryInMs: delay });
+        await this.backOff(delay);
       }
     }
   }
@@ -436,7 +519,12 @@ export class SinkTask {
     // A transaction the broker made us abort is a rebalance under way, not trouble: it does not grow the wait.
     const delay = requiresAbort(e) ? this.backoffBounds.initialDelayMs : this.backoff.next();
     this.log.warn('cycle abandoned; reading again from the committed offsets', { error: errorMessage(e), consecutive: this.backoff.count, retryInMs: delay });
-    await (this.d.sleep ?? sleep)(delay);
+    await this.backOff(delay);
+  }
+
+  /** A retry's wait, an open call to the watchdog like any other (the bound covers the longest). */
+  private backOff(ms: number): Promise<void> {
+    return this.calls.track('retry back-off', () => (this.d.sleep ?? sleep)(ms));
   }
 
   /**
@@ -484,13 +572,34 @@ export class SinkTask {
   private recovered(): void {
     const r = this.retrying;
     if (r === undefined) return;
-    if (this.channel.metrics.cyclesCommitted > r.cycles || this.d.source.assignment().length === 0) {
+    if (this.channel.metrics.cyclesCommitted > r.cycles || this.source.assignment().length === 0) {
       this.backoff.reset();
       this.retrying = undefined;
     }
   }
 }
 
+
+/**
+ * The producer with the stall point `task.in-kafka-call` (core/crash-points.ts) inside its transaction
+ * commit: armed with the action `hang`, that call never returns, as a client whose callback never comes.
+ */
+function withStallPoint(producer: TransactionalProducer, crash: CrashPoints): TransactionalProducer {
+  const reach = crash.reachAsync;
+  if (reach === undefined) return producer;
+  return new Proxy(producer, {
+    get: (t, prop) => {
+      if (prop === 'commitTransaction') {
+        return async (timeoutMs?: number): Promise<void> => {
+          await reach.call(crash, 'task.in-kafka-call');
+          return t.commitTransaction(timeoutMs);
+        };
+      }
+      const value: unknown = Reflect.get(t, prop, t);
+      return typeof value === 'function' ? (value as (...args: unknown[]) => unknown).bind(t) : value;
+    },
+  });
+}
 
 function sleep(ms: number): Promise<void> {
   return new Promise((resolve) => setTimeout(resolve, ms));

@@ -26,6 +26,7 @@ import { valueFormat } from '../../../src/decode/value-format.ts';
 import type { SchemaResolver } from '../../../src/decode/registry-port.ts';
 import type { BackoffBounds } from '../../../src/core/retry.ts';
 import { SinkTask } from '../../../src/runtime/task.ts';
+import type { StallBound } from '../../../src/runtime/watchdog.ts';
 import { MemoryObjectStore } from '../../../src/upload/memory.ts';
 import type { MemoryOperation } from '../../../src/upload/memory.ts';
 import { readBack } from '../write/helpers.ts';
@@ -124,7 +125,7 @@ export class Rig {
   /** Starts a task (its own consumer and transactional producer) and runs it until stopped. */
   startTask(
     taskId: number,
-    options: { crash?: CrashPoints; onAnnounced?: () => void; schemaWaitBackoff?: BackoffBounds; random?: () => number; nowMs?: () => number; sleep?: (ms: number) => Promise<void> } = {},
+    options: { crash?: CrashPoints; onAnnounced?: () => void; schemaWaitBackoff?: BackoffBounds; random?: () => number; nowMs?: () => number; sleep?: (ms: number) => Promise<void>; stallBound?: StallBound } = {},
   ): RunningTask {
     const clientId = `orders-sink-${taskId}-${randomUUID().slice(0, 4)}`;
     const source = this.kafka.createSource({ groupId: `connect-${this.connector.name}`, clientId });
@@ -145,6 +146,7 @@ export class Rig {
       ...(options.onAnnounced === undefined ? {} : { onAnnounced: options.onAnnounced }),
       ...(options.schemaWaitBackoff === undefined ? {} : { schemaWaitBackoff: options.schemaWaitBackoff }),
       ...(options.random === undefined ? {} : { random: options.random }),
+      ...(options.stallBound === undefined ? {} : { stallBound: options.stallBound }),
     });
     const ended: Promise<unknown> = task.run().then(
       () => undefined,
