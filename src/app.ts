@@ -288,10 +288,10 @@ export async function startTaskInProcess(spec: TaskSpec, log: Logger, onAnnounce
 const CLI_PATH = resolvePath(dirname(fileURLToPath(import.meta.url)), 'cli.ts');
 
 /** A task as a child process (`icefloe task`), spec over IPC (never argv: the config may hold secrets). */
-function startTaskProcess(spec: TaskSpec, log: Logger, onAnnounced: () => void): TaskHandle {
+function startTaskProcess(spec: TaskSpec, log: Logger, onAnnounced: () => void, stallBoundMs: number): TaskHandle {
   const child = fork(CLI_PATH, ['task'], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'], serialization: 'advanced', ...taskForkOptions() });
   child.send({ type: 'start', spec } satisfies ParentMessage<TaskSpec>);
-  return taskProcessHandle(spec.taskId, child, log, onAnnounced);
+  return taskProcessHandle(spec.taskId, child, log, onAnnounced, stallBoundMs);
 }
 
 /** `icefloe task`: the child side of startTaskProcess (runtime/task-process.ts: when and how it exits). */
@@ -730,7 +730,7 @@ function buildWorker(options: StandaloneOptions, worker: WorkerConfig, settings:
       // A crash point is armed in a task's first incarnation only: the restarted task is the recovery under test.
       const crash = incarnation === 0 ? options.crash : undefined;
       const spec: TaskSpec = { workerProps, baseDir: options.cwd, connector: c.stored(), taskId, crash, logLevel: sw.taskLogLevel ?? logLevel, logOutput, shutdownTimeoutMs: worker.taskShutdownTimeoutMs, ...(cluster === undefined ? {} : { restartFenced: true }) };
-      if (worker.tasksMode === 'process') return startTaskProcess(spec, log, onAnnounced);
+      if (worker.tasksMode === 'process') return startTaskProcess(spec, log, onAnnounced, taskStallBound(worker, c).ms);
       return inProcessTaskHandle(spec, log, onAnnounced);
     },
     async createCommitter(c) {

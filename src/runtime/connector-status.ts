@@ -74,7 +74,9 @@ export function taskState(t: ConnectorStatus['tasks'][number], worker_id: string
   const state: TaskRunState = restarting ? 'RESTARTING' : (known.find((k) => k === t.state) ?? 'UNASSIGNED');
   // A FAILED task's trace; otherwise what keeps a running one from progressing, if anything.
   const trace = t.trace !== undefined && t.trace !== '' ? t.trace : t.note;
-  return { id: t.id, state, worker_id, ...(trace === undefined || trace === '' ? {} : { trace }) };
+  // Not Connect's: how often it was restarted and from what (a crash, a stuck task), once it was.
+  const restarts = t.restarts > 0 || t.lastFailure !== undefined ? { restarts: t.restarts, ...(t.lastFailure === undefined ? {} : { last_failure: t.lastFailure }) } : {};
+  return { id: t.id, state, worker_id, ...(trace === undefined || trace === '' ? {} : { trace }), ...restarts };
 }
 
 /**

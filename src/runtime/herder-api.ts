@@ -53,6 +53,10 @@ export interface TaskStateInfo {
   /** Present (non-empty) only when there is something to say: a FAILED task's trace, or why it is not progressing. */
   readonly trace?: string;
   readonly version?: string;
+  /** Icefloe's: incarnations started after the first (automatic restarts), present once there was one. */
+  readonly restarts?: number;
+  /** Icefloe's: the unexpected end the last automatic restart recovered from (a crash, a stuck task's trace). */
+  readonly last_failure?: string;
 }
 
 export interface ConnectorStateInfo {

@@ -8,6 +8,8 @@
  *   uncaught exception or unhandled rejection anywhere in the process (a client's callback, a bug). A
  *   crash is reported (trace to stderr and to the worker) and the process exits at once: its clients are
  *   not closed, as they may be what is stuck; fencing and the transaction time-out make that harmless.
+ *   A task its watchdog found stuck (runtime/watchdog.ts) is reported likewise, then the process ends by
+ *   SIGKILL of itself: an exit would run the native clients' clean-up, which waits for what is stuck.
  * - The child notices that its worker is gone — the IPC channel closed, or its parent pid changed (a
  *   `kill -9` of the worker) — stops its task (the last cycle may still commit), and ends within
  *   `orphanStopMs` whether or not the task stopped; it ends by SIGKILL of itself, which nothing can hang
@@ -42,8 +44,14 @@ const PARENT_CHECK_MS = 1_000;
 /** The upper bound of an orphaned child's attempt to stop its task cleanly. */
 export const MAX_ORPHAN_STOP_MS = 10_000;
 
+/** How often a child says it is alive (its event loop runs), from the moment it has its spec. */
+const ALIVE_MS = 1_000;
+/** A worker's own check that comes this much later than due: the worker did not run (frozen); that time does not count. */
+const FROZEN_SLACK_MS = 2_000;
+
 /** What the child tells the worker. */
 export type ChildMessage =
+  | { readonly type: 'alive' }
   | { readonly type: 'announced' }
   | { readonly type: 'state'; readonly state: TaskState; readonly trace?: string; readonly failure?: TaskFailure; readonly topics?: readonly string[]; readonly note?: string };
 
@@ -61,15 +69,22 @@ export type ParentMessage<Spec> =
 // The worker's side
 // ---------------------------------------------------------------------------------------------------
 
-/** The handle of a forked task process (the spec already sent). */
-export function taskProcessHandle(taskId: number, child: ChildProcess, log: Logger, onAnnounced: () => void): TaskHandle {
+/**
+ * The handle of a forked task process (the spec already sent). `silentBoundMs` (the task's watchdog bound,
+ * runtime/watchdog.ts; 0: none): a child whose event loop is blocked cannot run its own watchdog, but it
+ * stops saying it is alive — once it said so, a child silent for longer than that is killed (restartable).
+ */
+export function taskProcessHandle(taskId: number, child: ChildProcess, log: Logger, onAnnounced: () => void, silentBoundMs = 0): TaskHandle {
   let state: { state: string; trace?: string; note?: string } = { state: 'UNASSIGNED' };
   let failedWith: string | undefined;
   let topics: readonly string[] = [];
   /** How the task failed, as the child reported it (cause, record coordinates). */
   let failure: TaskFailure | undefined;
   let exited = false;
+  /** When the child last said anything (performance.now()); undefined until it first did. */
+  let heardAt: number | undefined;
   child.on('message', (m: ChildMessage) => {
+    heardAt = performance.now();
     if (m.type === 'announced') onAnnounced();
     else if (m.type === 'state') {
       state = { state: m.state, ...(m.trace === undefined ? {} : { trace: m.trace }), ...(m.note === undefined ? {} : { note: m.note }) };
@@ -93,6 +108,25 @@ export function taskProcessHandle(taskId: number, child: ChildProcess, log: Logg
     timer.unref();
   });
   log.info('task process started', { task: taskId, pid: child.pid });
+  if (silentBoundMs > 0) {
+    let lastCheck = performance.now();
+    const silence = setInterval(() => {
+      const now = performance.now();
+      const late = now - lastCheck - ALIVE_MS;
+      lastCheck = now;
+      if (heardAt === undefined || exited) return;
+      if (late > FROZEN_SLACK_MS) heardAt += late; // this worker did not run either: the child could not be heard
+      const silentMs = now - heardAt;
+      if (silentMs <= silentBoundMs) return;
+      clearInterval(silence);
+      const cause = `task process stuck: its event loop said nothing for ${(silentMs / 1000).toFixed(1)} s (bound ${(silentBoundMs / 1000).toFixed(1)} s, the task's watchdog bound); killed`;
+      log.warn(cause, { task: taskId, pid: child.pid });
+      failure = { cause, restartable: true };
+      kill();
+    }, ALIVE_MS);
+    silence.unref();
+    child.once('exit', () => clearInterval(silence));
+  }
   const done = new Promise<void>((resolve, reject) => {
     child.on('error', (e) => log.warn('task process error', { task: taskId, error: errorMessage(e) }));
     child.on('exit', (code, signal) => {
@@ -154,6 +188,8 @@ export interface ChildTask {
   readonly activeTopics: readonly string[];
   /** Why it is not progressing, if so (task.ts `progressNote`). */
   readonly progressNote: string | undefined;
+  /** Set when its watchdog found it stuck (runtime/watchdog.ts): its clients may hang the process's exit. */
+  readonly endedStuck?: boolean;
   stop(): void;
   fail(message: string): void;
   pause(): void;
@@ -179,6 +215,8 @@ export async function runTaskChild<Spec>(o: ChildOptions<Spec>): Promise<number>
     if (process.connected && process.send !== undefined) process.send(m, undefined, {}, () => then?.());
     else then?.();
   };
+  // The worker's check that this event loop runs (taskProcessHandle): from now on, whatever the task does.
+  setInterval(() => send({ type: 'alive' }), ALIVE_MS).unref();
   /** The task once started (messages and signals may come before). */
   const current: { task?: ChildTask } = {};
   let stopRequested = false;
@@ -248,6 +286,10 @@ export async function runTaskChild<Spec>(o: ChildOptions<Spec>): Promise<number>
   } catch {
     const t = started.task;
     await new Promise<void>((resolve) => send({ type: 'state', state: 'FAILED', ...(t.trace === undefined ? {} : { trace: t.trace }), ...(t.failedWith === undefined ? {} : { failure: t.failedWith }) }, resolve));
+    // A stuck task's clients are what is stuck: a native client's clean-up at exit would wait for them
+    // (seen: a consumer left inside a rebalance callback). It ends by SIGKILL of itself, which nothing can
+    // hang; the worker has its report and restarts it (a signal is a restartable end).
+    if (t.endedStuck === true) process.kill(process.pid, 'SIGKILL');
     return orphan.exitCode(t.restartable ? EXIT_TASK_CRASHED : EXIT_TASK_FAILED);
   } finally {
     clearInterval(report);

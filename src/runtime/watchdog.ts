@@ -135,11 +135,9 @@ export class CallTracker {
     this.lastEnded = { name, atMs: this.now() };
   }
 
-  /** The call open longest, if any. */
-  oldest(): { readonly name: string; readonly sinceMs: number } | undefined {
-    let found: OpenCall | undefined;
-    for (const c of this.open.values()) if (found === undefined || c.sinceMs < found.sinceMs) found = c;
-    return found;
+  /** The open calls, the oldest first (a rebalance's cycle end runs inside the poll that called it back). */
+  opened(): readonly { readonly name: string; readonly sinceMs: number }[] {
+    return [...this.open.values()].sort((x, y) => x.sinceMs - y.sinceMs);
   }
 
   /** The process did not run for `ms`: the open calls did not wait that long. */
@@ -264,11 +262,15 @@ export class Watchdog {
     }
     this.workSinceMs ??= now;
     const quietMs = now - Math.max(this.workSinceMs, this.lastProgressMs);
-    const call = this.d.calls.oldest();
-    const inCallMs = call === undefined ? 0 : now - Math.max(call.sinceMs, this.workSinceMs);
+    const open = this.d.calls.opened();
+    const oldest = open[0];
+    const inCallMs = oldest === undefined ? 0 : now - Math.max(oldest.sinceMs, this.workSinceMs);
     if (quietMs <= bound && inCallMs <= bound) return undefined;
     const s = (ms: number): string => (ms / 1000).toFixed(1);
-    const where = call === undefined ? this.betweenCalls(now) : `${call.name} for ${s(now - call.sinceMs)} s`;
+    // The innermost call (the newest) is where it waits; the ones around it say how it got there.
+    const inner = open.at(-1);
+    const around = open.slice(0, -1).reverse().map((c) => `${c.name} for ${s(now - c.sinceMs)} s`);
+    const where = inner === undefined ? this.betweenCalls(now) : `${inner.name} for ${s(now - inner.sinceMs)} s${around.length === 0 ? '' : ` (inside ${around.join(', inside ')})`}`;
     return `task stuck in ${where} (bound ${s(bound)} s, derived from ${this.d.bound.derivation}): no poll returned records and no cycle ended for ${s(quietMs)} s while ${work}`;
   }
 

@@ -4,10 +4,14 @@
  * commit: the task fails at once with a trace naming the call, restartable, and is not stuck while idle.
  */
 import assert from 'node:assert/strict';
+import type { ChildProcess } from 'node:child_process';
+import { EventEmitter } from 'node:events';
 import { mock, test } from 'node:test';
 import { armCrashPoints, parseCrashSpec } from '../../../src/core/crash-points.ts';
 import { FatalError } from '../../../src/core/errors.ts';
+import { taskState } from '../../../src/runtime/connector-status.ts';
 import { restartable } from '../../../src/runtime/task.ts';
+import { taskProcessHandle } from '../../../src/runtime/task-process.ts';
 import { CallTracker, stallBound, Watchdog } from '../../../src/runtime/watchdog.ts';
 import type { StallBound } from '../../../src/runtime/watchdog.ts';
 import { Rig, until } from './rig.ts';
@@ -59,6 +63,16 @@ test('a task with work that makes no progress is stuck after the bound, not befo
   assert.match(h.state.stuck[0] ?? '', /^task stuck in Kafka commitTransaction for 10\.0 s \(bound 10\.0 s, derived from a test bound\): no poll returned records and no cycle ended for 11\.0 s while 1 assigned partition\(s\) had records beyond its position$/);
   h.advance(5 * BOUND.ms);
   assert.equal(h.state.stuck.length, 1, 'reported once');
+});
+
+test('calls inside calls (a rebalance\'s cycle end inside the poll): the trace names the innermost, inside the others', () => {
+  const h = harness();
+  h.state.work = 'its cycle was due';
+  void h.calls.track('Kafka poll', () => new Promise(() => undefined));
+  h.advance(3_000);
+  void h.calls.track('Kafka commitTransaction', () => new Promise(() => undefined));
+  h.advance(BOUND.ms);
+  assert.match(h.state.stuck[0] ?? '', /^task stuck in Kafka commitTransaction for 9\.0 s \(inside Kafka poll for 12\.0 s\) \(bound 10\.0 s/);
 });
 
 test('the bound counts from when the work appeared, and progress (records polled, a cycle ended) starts it again', () => {
@@ -166,4 +180,41 @@ test('an idle task and a busy one with a short bound are not stuck: they poll, c
   assert.equal(task.task.state, 'RUNNING');
   assert.equal(await task.stop(), undefined);
   assert.equal(task.task.state, 'STOPPED');
+});
+
+test('the REST task status says how often a task was restarted and from what; a task never restarted shows Connect\'s fields only', () => {
+  const trace = 'task stuck in Kafka commitTransaction for 36.2 s (bound 36.0 s, derived from ...)';
+  assert.deepEqual(taskState({ id: 0, state: 'RUNNING', restarts: 0 }, 'w:1', false), { id: 0, state: 'RUNNING', worker_id: 'w:1' });
+  assert.deepEqual(taskState({ id: 0, state: 'RESTARTING', trace, restarts: 0, lastFailure: trace }, 'w:1', false), { id: 0, state: 'RESTARTING', worker_id: 'w:1', trace, restarts: 0, last_failure: trace });
+  assert.deepEqual(taskState({ id: 1, state: 'RUNNING', restarts: 1, lastFailure: trace }, 'w:1', false), { id: 1, state: 'RUNNING', worker_id: 'w:1', restarts: 1, last_failure: trace });
+});
+
+/** A forked child as taskProcessHandle sees it: messages, exit, kill. */
+function fakeChild(): ChildProcess & { signals: string[] } {
+  const child = new EventEmitter() as ChildProcess & { signals: string[] };
+  child.signals = [];
+  Object.assign(child, { pid: 4242, connected: true, send: () => true, kill: (signal: string) => (child.signals.push(signal), child.emit('exit', null, signal), true) });
+  return child;
+}
+
+test('the worker kills a task process whose event loop said nothing for longer than the bound (restartable, naming it); one that keeps saying it is alive, or never spoke, is left alone', async () => {
+  const silent = fakeChild();
+  const lively = fakeChild();
+  const mute = fakeChild();
+  const log = { debug: () => undefined, info: () => undefined, warn: () => undefined, error: () => undefined, child: () => log };
+  const handles = [silent, lively, mute].map((c) => taskProcessHandle(0, c, log, () => undefined, 1_500));
+  const outcome = handles[0]?.done.then(() => 'stopped', (e: unknown) => e);
+  silent.emit('message', { type: 'alive' });
+  const alive = setInterval(() => lively.emit('message', { type: 'alive' }), 200);
+  await new Promise((resolve) => setTimeout(resolve, 4_000));
+  clearInterval(alive);
+  assert.deepEqual(silent.signals, ['SIGKILL']);
+  const error = await outcome;
+  assert.ok(error instanceof FatalError);
+  assert.match(error.message, /^task process stuck: its event loop said nothing for \d\.\d s \(bound 1\.5 s, the task's watchdog bound\); killed$/);
+  assert.equal(restartable(error), true);
+  assert.deepEqual(lively.signals, []);
+  assert.deepEqual(mute.signals, [], 'a child never heard from is not judged');
+  lively.emit('exit', 0, null);
+  mute.emit('exit', 0, null);
 });
