@@ -33,5 +33,22 @@ test('the crash action: kill by default, throw on request, anything else is a co
   assert.equal(parseCrashSpec('task.after-upload', '2', '')?.action, undefined);
   assert.equal(parseCrashSpec('task.after-upload', '2', 'kill')?.action, undefined);
   assert.deepEqual(parseCrashSpec('task.after-upload', '2', 'throw'), { point: 'task.after-upload', after: 2, action: 'throw' });
-  assert.throws(() => parseCrashSpec('task.after-upload', '2', 'explode'), /unknown crash action "explode"; known: kill, throw/);
+  assert.throws(() => parseCrashSpec('task.after-upload', '2', 'explode'), /unknown crash action "explode"; known: kill, throw, stop, hang/);
+});
+
+test('a stall point (action hang): reachAsync writes the line naming it and never settles, on its N-th hit only; other actions there kill', async () => {
+  assert.deepEqual(parseCrashSpec('task.in-kafka-call', '2', 'hang'), { point: 'task.in-kafka-call', after: 2, action: 'hang' });
+  const lines: string[] = [];
+  const points = armCrashPoints(parseCrashSpec('task.in-kafka-call', '2', 'hang'), () => assert.fail('hang does not kill'), (line) => lines.push(line));
+  await points.reachAsync?.('task.after-upload'); // another point: settles
+  await points.reachAsync?.('task.in-kafka-call'); // the first hit: settles
+  const hung = points.reachAsync?.('task.in-kafka-call');
+  const outcome = await Promise.race([hung?.then(() => 'settled'), new Promise((resolve) => setTimeout(() => resolve('still hanging'), 100))]);
+  assert.equal(outcome, 'still hanging');
+  assert.deepEqual(lines, ['icefloe: stall point task.in-kafka-call reached (hit 2); the call hangs (never returns)']);
+  await points.reachAsync?.('task.in-kafka-call'); // later hits: settle
+  const killed: string[] = [];
+  const kill = armCrashPoints(parseCrashSpec('task.in-kafka-call', '1'), (line) => killed.push(line));
+  await kill.reachAsync?.('task.in-kafka-call');
+  assert.deepEqual(killed, ['icefloe: crash point task.in-kafka-call reached (hit 1); killing the process']);
 });
