@@ -47,7 +47,10 @@ export async function clusterParts(worker: WorkerConfig, settings: { readonly ad
   const configs = new ConfigTopicStore(configLog, log);
   let sw: StandaloneWorker | undefined;
   let coordination: Coordination | undefined;
-  const view = new Cluster({ configs, statusLog, sessionTimeoutMs: c.sessionTimeoutMs, log, currentShare: (name) => sw?.share(name) });
+  // Join grace: two heartbeats. A worker that registered within one heartbeat of this one is in its view
+  // after this worker's next poll; two leave a poll's latency to spare (Redis slow, a busy machine).
+  const joinGraceMs = 2 * c.heartbeatMs;
+  const view = new Cluster({ configs, statusLog, sessionTimeoutMs: c.sessionTimeoutMs, joinGraceMs, log, currentShare: (name) => sw?.share(name) });
   return {
     configs,
     view,

@@ -7,6 +7,13 @@
  * time-out, this worker starts nothing new: the others may have dropped it from their views and started
  * its units, and taking them back would only fence them back and forth. It keeps what it runs.
  *
+ * Join grace (as Connect's rebalance waits for the group's members): the views of workers that start or
+ * change together differ for up to a poll, and a unit started on a view that has not converged is fenced
+ * moments later by its real owner (seen: one worker, seeing only itself, started all 4 tasks; 3 were fenced
+ * and restarted). So after its start and after every membership change this worker starts no unit until
+ * its view has stayed the same for `joinGraceMs`; meanwhile it stops at once what is no longer placed
+ * here (a unit that moves is then released before its new owner, also waiting out the grace, starts it).
+ *
  * Statuses: every second, what this worker runs is compared with what it last wrote, and what changed is
  * written (`generation` counts this worker's placement changes). A deleted connector's statuses are
  * tombstoned by the worker that ran its connector instance.
@@ -38,6 +45,11 @@ export interface ClusterDeps {
   readonly configs: Pick<ConfigTopicStore, 'requestRestart' | 'onRestart'>;
   readonly statusLog: Pick<KafkaStateLog, 'start' | 'appendAll'>;
   readonly sessionTimeoutMs: number;
+  /**
+   * How long the view must stay unchanged before this worker starts a unit (after its start and after
+   * every membership change). app/cluster.ts derives it from the heartbeat: two polls.
+   */
+  readonly joinGraceMs: number;
   readonly log: Logger;
   /** What this worker runs of a connector now (kept while Redis is out of reach). */
   readonly currentShare: (name: string) => ConnectorShare | undefined;
@@ -61,6 +73,11 @@ export class Cluster implements ClusterPort {
   #workers: readonly string[] = [];
   #placement: Placement = place([], []);
   #generation = 0;
+  /** When the view last changed (start() counts as a change); units start once it is `joinGraceMs` old. */
+  #changedAtMs = 0;
+  /** Whether the view has settled since its last change (the placement listeners were told when it did). */
+  #settled = false;
+  #graceTimer: NodeJS.Timeout | undefined;
   /** Since when Redis is out of reach (undefined: reachable). */
   #unreachableSince: number | undefined;
   /** The status keys this worker wrote (a deleted connector's are tombstoned by the worker that wrote them). */
@@ -88,6 +105,7 @@ export class Cluster implements ClusterPort {
       if (change?.kind === 'connector-status' && !r.initial) this.#connectorState(change.connector, change.status);
     });
     a.membership.onChange((members) => this.#members(members));
+    this.#unsettle();
     this.#members(a.membership.members());
     this.#timer = setInterval(() => void this.report(), this.#d.reportEveryMs ?? 1_000);
     this.#timer.unref();
@@ -96,6 +114,7 @@ export class Cluster implements ClusterPort {
   /** Stops reporting, after a last report (a worker leaving says what it leaves). */
   async stop(): Promise<void> {
     clearInterval(this.#timer);
+    clearTimeout(this.#graceTimer);
     await this.report();
   }
 
@@ -107,9 +126,18 @@ export class Cluster implements ClusterPort {
   }
 
   share(name: string): ConnectorShare {
-    if (this.#frozen()) return this.#d.currentShare(name) ?? { taskIds: [], committer: false };
+    const current = this.#d.currentShare(name) ?? { taskIds: [], committer: false };
+    if (this.#frozen()) return current;
     const c = this.#connectors.find((x) => x.name === name);
-    return unitsOf(this.#placement, name, c?.tasks ?? 0, this.#workerId);
+    const placed = unitsOf(this.#placement, name, c?.tasks ?? 0, this.#workerId);
+    if (this.#settled) return placed;
+    // Within the join grace: what no longer belongs here stops, nothing new starts.
+    return { taskIds: placed.taskIds.filter((n) => current.taskIds.includes(n)), committer: placed.committer && current.committer };
+  }
+
+  /** Whether this worker's view has stayed unchanged for the join grace (it starts units only then). */
+  settled(): boolean {
+    return this.#settled;
   }
 
   owner(name: string, unit: number | 'connector'): string | undefined {
@@ -155,9 +183,31 @@ export class Cluster implements ClusterPort {
   #members(members: readonly MemberInfo[]): void {
     const ids = [...new Set([this.#workerId, ...members.map((m) => m.workerId)])].sort();
     if (ids.join(',') === this.#workers.join(',')) return;
-    this.#d.log.info('cluster members changed', { workers: ids, before: this.#workers });
+    this.#d.log.info('cluster members changed', { workers: ids, before: this.#workers, startsUnitsInMs: this.#d.joinGraceMs });
     this.#workers = ids;
+    this.#unsettle();
     this.#replace();
+  }
+
+  /** The view changed (or this worker starts): units start once it has stayed so for the join grace. */
+  #unsettle(): void {
+    this.#changedAtMs = this.#now();
+    clearTimeout(this.#graceTimer);
+    this.#settled = this.#d.joinGraceMs <= 0; // no grace: the view counts as settled at once
+    if (this.#settled) return;
+    const check = (): void => {
+      const left = this.#changedAtMs + this.#d.joinGraceMs - this.#now();
+      if (left > 0) {
+        this.#graceTimer = setTimeout(check, left);
+        this.#graceTimer.unref();
+        return;
+      }
+      this.#settled = true;
+      this.#d.log.info('cluster view settled: starting the units placed here', { workers: this.#workers, graceMs: this.#d.joinGraceMs });
+      this.#notify();
+    };
+    this.#graceTimer = setTimeout(check, this.#d.joinGraceMs);
+    this.#graceTimer.unref();
   }
 
   /** Whether Redis has been out of reach for longer than the session time-out (then nothing new starts). */
@@ -175,6 +225,11 @@ export class Cluster implements ClusterPort {
     const same = sameMap(next.tasks, this.#placement.tasks) && sameMap(next.committers, this.#placement.committers);
     this.#placement = next;
     if (same) return;
+    this.#notify();
+  }
+
+  /** Tells the herder to apply the placement (a new one, or the same one once the view settled). */
+  #notify(): void {
     this.#generation++;
     for (const l of this.#placementListeners) {
       try {
