@@ -14,8 +14,9 @@
  * its view has stayed the same for `joinGraceMs`; meanwhile it stops at once what is no longer placed
  * here (a unit that moves is then released before its new owner, also waiting out the grace, starts it).
  *
- * Statuses: every second, what this worker runs is compared with what it last wrote, and what changed is
- * written (`generation` counts this worker's placement changes). A deleted connector's statuses are
+ * Statuses: every 250 ms, what this worker runs is compared with what it last wrote, and what changed is
+ * written (`generation` counts this worker's placement changes); a unit it no longer runs is written
+ * UNASSIGNED (a reader trusts the owner's record: it must not keep saying RUNNING). A deleted connector's statuses are
  * tombstoned by the worker that ran its connector instance.
  *
  * Owns: the view and the status reports. Must not: start or stop anything itself (the herder does, when
@@ -43,7 +44,7 @@ export interface LocalReport {
 
 export interface ClusterDeps {
   readonly configs: Pick<ConfigTopicStore, 'requestRestart' | 'onRestart'>;
-  readonly statusLog: Pick<KafkaStateLog, 'start' | 'appendAll'>;
+  readonly statusLog: Pick<KafkaStateLog, 'start' | 'appendAll' | 'unreadable'>;
   readonly sessionTimeoutMs: number;
   /**
    * How long the view must stay unchanged before this worker starts a unit (after its start and after
@@ -54,7 +55,7 @@ export interface ClusterDeps {
   /** What this worker runs of a connector now (kept while Redis is out of reach). */
   readonly currentShare: (name: string) => ConnectorShare | undefined;
   readonly nowMs?: () => number;
-  /** How often statuses are compared and written (default 1 s). */
+  /** How often statuses are compared and written (default 250 ms: a status sampled as often sees each state). */
   readonly reportEveryMs?: number;
 }
 
@@ -82,6 +83,8 @@ export class Cluster implements ClusterPort {
   #unreachableSince: number | undefined;
   /** The status keys this worker wrote (a deleted connector's are tombstoned by the worker that wrote them). */
   readonly #written = new Set<string>();
+  /** Status writes failing in a row (Kafka unreachable): since when (wall clock), the last error. */
+  #unwritable: { sinceMs: number; error: string } | undefined;
   #timer: NodeJS.Timeout | undefined;
   #reporting: Promise<void> = Promise.resolve();
   #reports: (() => readonly LocalReport[]) | undefined;
@@ -102,12 +105,18 @@ export class Cluster implements ClusterPort {
     await this.#d.statusLog.start((r) => {
       const { change, warning } = this.#statuses.apply(r.key, r.value, r.partition, r.offset);
       if (warning !== undefined) this.#d.log.warn(`status topic: ${warning}`);
+      // What this worker id reported before this start (a restarted worker keeps its host:port) runs no
+      // more: the next report says so (UNASSIGNED) unless this worker runs the unit again by then.
+      if (r.initial && change !== null && change.kind !== 'ignored') {
+        if (change.status?.workerId === a.workerId) this.#written.add(r.key);
+        else this.#written.delete(r.key);
+      }
       if (change?.kind === 'connector-status' && !r.initial) this.#connectorState(change.connector, change.status);
     });
     a.membership.onChange((members) => this.#members(members));
     this.#unsettle();
     this.#members(a.membership.members());
-    this.#timer = setInterval(() => void this.report(), this.#d.reportEveryMs ?? 1_000);
+    this.#timer = setInterval(() => void this.report(), this.#d.reportEveryMs ?? 250);
     this.#timer.unref();
   }
 
@@ -164,6 +173,14 @@ export class Cluster implements ClusterPort {
 
   onConnectorState(listener: (name: string, state: 'FAILED' | 'RUNNING', trace: string | undefined) => void): void {
     this.#stateListeners.push(listener);
+  }
+
+  statusTopicTrouble(): { readonly sinceMs: number; readonly error: string } | undefined {
+    const read = this.#d.statusLog.unreadable();
+    const write = this.#unwritable;
+    if (read === undefined) return write === undefined ? undefined : { ...write };
+    if (write === undefined) return read;
+    return read.sinceMs <= write.sinceMs ? read : { ...write };
   }
 
   /** A connector status another worker wrote: passed on when it is the instance owner's FAILED or RUNNING. */
@@ -273,25 +290,45 @@ export class Cluster implements ClusterPort {
         this.#written.add(e.key);
         return !this.#topicHas(e);
       });
-      // A connector this worker reported for and that is gone from the config: its status goes too.
+      // A connector this worker reported for and that is gone from the config: its status goes too. A unit
+      // it reported and runs no more (moved, stopped, a previous life's): UNASSIGNED, as Connect writes on a
+      // revocation — unless another worker's report took its place already. A status reader trusts the
+      // owner's record, and a unit that comes back here must not read RUNNING before it runs again.
       const known = new Set(this.#connectors.map((c) => c.name));
       for (const k of [...this.#written]) {
         if (seen.has(k)) continue;
         this.#written.delete(k);
-        const name = k.startsWith('status-connector-') ? k.slice('status-connector-'.length) : undefined;
-        if (name !== undefined && !known.has(name)) fresh.push(encodeConnectorStatusRemoval(name));
+        const unit = unitOfKey(k);
+        if (unit === undefined) continue;
+        if (!known.has(unit.connector)) {
+          if (unit.task === undefined) fresh.push(encodeConnectorStatusRemoval(unit.connector));
+          continue;
+        }
+        const cur = unit.task === undefined ? this.#statuses.connector(unit.connector) : this.#statuses.task(unit.connector, unit.task);
+        if (cur === undefined || cur.workerId !== this.#workerId || cur.state === 'UNASSIGNED') continue;
+        const gone = status('UNASSIGNED', undefined);
+        fresh.push(unit.task === undefined ? encodeConnectorStatus(unit.connector, gone) : encodeTaskStatus(unit.connector, unit.task, gone));
       }
       if (fresh.length === 0) return;
       try {
         await this.#d.statusLog.appendAll(fresh);
+        this.#unwritable = undefined;
       } catch (e) {
         // Written again next time: the topic still says something else.
+        this.#unwritable = { sinceMs: this.#unwritable?.sinceMs ?? Date.now(), error: errorMessage(e) };
         this.#d.log.warn('could not write statuses to the status topic; trying again', { error: errorMessage(e) });
       }
     };
     this.#reporting = this.#reporting.then(run, run);
     return this.#reporting;
   }
+}
+
+/** The connector (and task) a status key names. */
+function unitOfKey(key: string): { readonly connector: string; readonly task?: number } | undefined {
+  if (key.startsWith('status-connector-')) return { connector: key.slice('status-connector-'.length) };
+  const m = /^status-task-(.+)-(\d+)$/.exec(key);
+  return m === null ? undefined : { connector: m[1] as string, task: Number(m[2]) };
 }
 
 function sameMap(a: ReadonlyMap<string, string>, b: ReadonlyMap<string, string>): boolean {

@@ -36,6 +36,8 @@ function rig(ids: string[], me: string, options: { readonly joinGraceMs?: number
   const clock = options.clock ?? { now: 0 };
   /** What the herder runs here (the worker's share), as the test sets it. */
   const current = { share: undefined as { taskIds: number[]; committer: boolean } | undefined };
+  /** The status log as the test makes it fail: reads (its `unreadable()`), writes (appendAll rejects). */
+  const kafka = { unreadable: undefined as { sinceMs: number; error: string } | undefined, writeError: undefined as Error | undefined };
   const written: StateEntry[] = [];
   let onStatus: ((r: StateLogRecord) => void) | undefined;
   const membership = new FakeMembership(ids);
@@ -48,10 +50,12 @@ function rig(ids: string[], me: string, options: { readonly joinGraceMs?: number
         return { endOffsets: [], records: 0, elapsedMs: 0 };
       },
       appendAll: async (entries: readonly StateEntry[]) => {
+        if (kafka.writeError !== undefined) throw kafka.writeError;
         written.push(...entries);
         entries.forEach((e, i) => onStatus?.({ key: e.key, value: e.value === null ? null : JSON.stringify(e.value), partition: 0, offset: BigInt(written.length + i), timestamp: null, initial: false }));
         return entries.map(() => 0n);
       },
+      unreadable: () => kafka.unreadable,
     },
     sessionTimeoutMs: 3000,
     joinGraceMs: options.joinGraceMs ?? 0,
@@ -65,9 +69,12 @@ function rig(ids: string[], me: string, options: { readonly joinGraceMs?: number
     membership,
     written,
     current,
+    kafka,
     advance: (ms: number) => void (clock.now += ms),
     /** A record another worker wrote to the status topic. */
     foreign: (key: string, value: unknown) => onStatus?.({ key, value: JSON.stringify(value), partition: 0, offset: 999n, timestamp: null, initial: false }),
+    /** A record of the status topic as the log hands it over (initial: of the load at the start). */
+    foreignRecord: (rec: StateLogRecord) => onStatus?.(rec),
     setReports: (r: LocalReport[]) => void (reports = r),
     start: () => cluster.start({ workerId: me, membership, reports: () => reports }),
   };
@@ -236,4 +243,57 @@ test('three workers started at the same moment, a connector created at once: eve
   const final = workers[0]?.w.cluster as Cluster;
   const expected = [0, 1, 2, 3].map((n) => `orders-${n}@${final.owner('orders', n) ?? '?'}`).concat(`committer@${final.owner('orders', 'connector') ?? '?'}`).sort();
   assert.deepEqual([...starts].sort(), expected, 'each unit started once, where every view places it');
+});
+
+test('a unit this worker reported and runs no more is written UNASSIGNED; so is what its previous life (same worker id) left RUNNING', async (t) => {
+  const r = rig(['a:1'], 'a:1');
+  // Before this start, a:1 (the same host:port) ran task 1 and reported it RUNNING; b:1 reported task 2.
+  const initial: StateLogRecord[] = [
+    { key: 'status-task-orders-1', value: JSON.stringify({ state: 'RUNNING', trace: null, worker_id: 'a:1', generation: 3 }), partition: 0, offset: 1n, timestamp: null, initial: true },
+    { key: 'status-task-orders-2', value: JSON.stringify({ state: 'RUNNING', trace: null, worker_id: 'b:1', generation: 3 }), partition: 0, offset: 2n, timestamp: null, initial: true },
+  ];
+  await r.start();
+  for (const rec of initial) r.foreignRecord(rec); // as the status log's initial load hands them over
+  t.after(() => r.cluster.stop());
+  r.cluster.setConnectors([{ name: 'orders', tasks: 3, committer: true }]);
+  r.setReports([{ name: 'orders', connector: { state: 'RUNNING' }, tasks: [{ id: 0, state: 'RUNNING' }] }]);
+  await r.cluster.report();
+  const states = (from: number): string[][] => r.written.slice(from).map((e) => [e.key, (e.value as { state: string } | null)?.state ?? 'null', (e.value as { worker_id: string } | null)?.worker_id ?? '']);
+  assert.deepEqual(states(0), [
+    ['status-connector-orders', 'RUNNING', 'a:1'],
+    ['status-task-orders-0', 'RUNNING', 'a:1'],
+    ['status-task-orders-1', 'UNASSIGNED', 'a:1'],
+  ], 'its previous life\'s task 1 is not running here: UNASSIGNED; b:1\'s report is left alone');
+  // Task 0 stops here (moved away): UNASSIGNED, once.
+  r.setReports([{ name: 'orders', connector: { state: 'RUNNING' }, tasks: [] }]);
+  await r.cluster.report();
+  assert.deepEqual(states(3), [['status-task-orders-0', 'UNASSIGNED', 'a:1']]);
+  await r.cluster.report();
+  assert.equal(r.written.length, 4, 'written once');
+  // A unit whose new owner reported already is left to it.
+  r.setReports([{ name: 'orders', connector: { state: 'RUNNING' }, tasks: [{ id: 0, state: 'RUNNING' }] }]);
+  await r.cluster.report();
+  r.foreign('status-task-orders-0', { state: 'RUNNING', trace: null, worker_id: 'c:1', generation: 9 });
+  r.setReports([{ name: 'orders', connector: { state: 'RUNNING' }, tasks: [] }]);
+  const before = r.written.length;
+  await r.cluster.report();
+  assert.equal(r.written.length, before, 'c:1 runs it now: nothing written over its report');
+});
+
+test('the status topic\'s trouble (reads failing, or this worker\'s writes) is known to the view until Kafka answers again', async (t) => {
+  const r = rig(['a:1'], 'a:1');
+  await r.start();
+  t.after(() => r.cluster.stop());
+  r.cluster.setConnectors([{ name: 'orders', tasks: 1, committer: true }]);
+  assert.equal(r.cluster.statusTopicTrouble(), undefined);
+  r.kafka.writeError = new Error('Local: Message timed out');
+  r.setReports([{ name: 'orders', connector: { state: 'RUNNING' }, tasks: [{ id: 0, state: 'RUNNING' }] }]);
+  await r.cluster.report();
+  assert.match(r.cluster.statusTopicTrouble()?.error ?? '', /Message timed out/);
+  r.kafka.unreadable = { sinceMs: 1, error: 'Local: Broker transport failure' };
+  assert.deepEqual(r.cluster.statusTopicTrouble(), { sinceMs: 1, error: 'Local: Broker transport failure' }, 'the older of the two');
+  r.kafka.unreadable = undefined;
+  r.kafka.writeError = undefined;
+  await r.cluster.report();
+  assert.equal(r.cluster.statusTopicTrouble(), undefined, 'written again: no trouble');
 });
