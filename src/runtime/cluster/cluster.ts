@@ -11,8 +11,9 @@
  * change together differ for up to a poll, and a unit started on a view that has not converged is fenced
  * moments later by its real owner (seen: one worker, seeing only itself, started all 4 tasks; 3 were fenced
  * and restarted). So after its start and after every membership change this worker starts no unit until
- * its view has stayed the same for `joinGraceMs`; meanwhile it stops at once what is no longer placed
- * here (a unit that moves is then released before its new owner, also waiting out the grace, starts it).
+ * its view has stayed the same for `joinGraceMs` (after its start: `startGraceMs`); meanwhile it stops at
+ * once what is no longer placed here (a unit that moves is then released before its new owner, also
+ * waiting out the grace, starts it).
  *
  * Statuses: every 250 ms, what this worker runs is compared with what it last wrote, and what changed is
  * written (`generation` counts this worker's placement changes); a unit it no longer runs is written
@@ -51,6 +52,11 @@ export interface ClusterDeps {
    * every membership change). app/cluster.ts derives it from the heartbeat: two polls.
    */
   readonly joinGraceMs: number;
+  /**
+   * The grace after this worker's start (default `joinGraceMs`): workers started together register over
+   * the seconds their processes take to come up, and one that has not registered yet is in no view.
+   */
+  readonly startGraceMs?: number;
   readonly log: Logger;
   /** What this worker runs of a connector now (kept while Redis is out of reach). */
   readonly currentShare: (name: string) => ConnectorShare | undefined;
@@ -74,8 +80,8 @@ export class Cluster implements ClusterPort {
   #workers: readonly string[] = [];
   #placement: Placement = place([], []);
   #generation = 0;
-  /** When the view last changed (start() counts as a change); units start once it is `joinGraceMs` old. */
-  #changedAtMs = 0;
+  /** When the grace of the view's last change (or of the start) ends: units start then. */
+  #settlesAtMs = 0;
   /** Whether the view has settled since its last change (the placement listeners were told when it did). */
   #settled = false;
   #graceTimer: NodeJS.Timeout | undefined;
@@ -114,7 +120,7 @@ export class Cluster implements ClusterPort {
       if (change?.kind === 'connector-status' && !r.initial) this.#connectorState(change.connector, change.status);
     });
     a.membership.onChange((members) => this.#members(members));
-    this.#unsettle();
+    this.#unsettle(this.#d.startGraceMs ?? this.#d.joinGraceMs);
     this.#members(a.membership.members());
     this.#timer = setInterval(() => void this.report(), this.#d.reportEveryMs ?? 250);
     this.#timer.unref();
@@ -202,28 +208,28 @@ export class Cluster implements ClusterPort {
     if (ids.join(',') === this.#workers.join(',')) return;
     this.#d.log.info('cluster members changed', { workers: ids, before: this.#workers, startsUnitsInMs: this.#d.joinGraceMs });
     this.#workers = ids;
-    this.#unsettle();
+    this.#unsettle(this.#d.joinGraceMs);
     this.#replace();
   }
 
-  /** The view changed (or this worker starts): units start once it has stayed so for the join grace. */
-  #unsettle(): void {
-    this.#changedAtMs = this.#now();
+  /** The view changed (or this worker starts): units start once it has stayed so for `graceMs` (a start's longer grace kept). */
+  #unsettle(graceMs: number): void {
+    this.#settlesAtMs = Math.max(this.#settled ? 0 : this.#settlesAtMs, this.#now() + graceMs);
     clearTimeout(this.#graceTimer);
-    this.#settled = this.#d.joinGraceMs <= 0; // no grace: the view counts as settled at once
+    this.#settled = this.#settlesAtMs <= this.#now(); // no grace: the view counts as settled at once
     if (this.#settled) return;
     const check = (): void => {
-      const left = this.#changedAtMs + this.#d.joinGraceMs - this.#now();
+      const left = this.#settlesAtMs - this.#now();
       if (left > 0) {
         this.#graceTimer = setTimeout(check, left);
         this.#graceTimer.unref();
         return;
       }
       this.#settled = true;
-      this.#d.log.info('cluster view settled: starting the units placed here', { workers: this.#workers, graceMs: this.#d.joinGraceMs });
+      this.#d.log.info('cluster view settled: starting the units placed here', { workers: this.#workers });
       this.#notify();
     };
-    this.#graceTimer = setTimeout(check, this.#d.joinGraceMs);
+    this.#graceTimer = setTimeout(check, this.#settlesAtMs - this.#now());
     this.#graceTimer.unref();
   }
 

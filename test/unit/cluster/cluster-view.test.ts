@@ -32,7 +32,7 @@ class FakeMembership implements Membership {
   }
 }
 
-function rig(ids: string[], me: string, options: { readonly joinGraceMs?: number; readonly clock?: { now: number } } = {}) {
+function rig(ids: string[], me: string, options: { readonly joinGraceMs?: number; readonly startGraceMs?: number; readonly clock?: { now: number } } = {}) {
   const clock = options.clock ?? { now: 0 };
   /** What the herder runs here (the worker's share), as the test sets it. */
   const current = { share: undefined as { taskIds: number[]; committer: boolean } | undefined };
@@ -59,6 +59,7 @@ function rig(ids: string[], me: string, options: { readonly joinGraceMs?: number
     },
     sessionTimeoutMs: 3000,
     joinGraceMs: options.joinGraceMs ?? 0,
+    ...(options.startGraceMs === undefined ? {} : { startGraceMs: options.startGraceMs }),
     log: quiet,
     currentShare: () => current.share ?? { taskIds: [0], committer: false },
     nowMs: () => clock.now,
@@ -296,4 +297,25 @@ test('the status topic\'s trouble (reads failing, or this worker\'s writes) is k
   r.kafka.writeError = undefined;
   await r.cluster.report();
   assert.equal(r.cluster.statusTopicTrouble(), undefined, 'written again: no trouble');
+});
+
+test('after its start a worker waits the longer start grace (workers started together register over seconds), a change within it included', async (t) => {
+  t.mock.timers.enable({ apis: ['setTimeout'] });
+  const clock = { now: 0 };
+  const r = rig(['a:1'], 'a:1', { joinGraceMs: 1_000, startGraceMs: 3_000, clock });
+  r.current.share = { taskIds: [], committer: false };
+  await r.start();
+  t.after(() => r.cluster.stop());
+  r.cluster.setConnectors([{ name: 'orders', tasks: 4, committer: true }]);
+  await elapse(t, clock, 500);
+  r.membership.set(['a:1', 'b:1']);
+  await elapse(t, clock, 1_600);
+  assert.equal(r.cluster.settled(), false, '1.6 s after the change, 2.1 s after the start: the start grace runs on');
+  assert.deepEqual(r.cluster.share('orders'), { taskIds: [], committer: false });
+  r.membership.set(['a:1', 'b:1', 'c:1']); // a worker that came up 2.1 s after the others
+  await elapse(t, clock, 950);
+  assert.equal(r.cluster.settled(), false, 'the start grace is over, the last change\'s is not');
+  await elapse(t, clock, 100);
+  assert.equal(r.cluster.settled(), true);
+  assert.ok(r.cluster.share('orders').taskIds.length >= 1);
 });
