@@ -17,8 +17,8 @@
  *
  * Statuses: every 250 ms, what this worker runs is compared with what it last wrote, and what changed is
  * written (`generation` counts this worker's placement changes); a unit it no longer runs is written
- * UNASSIGNED (a reader trusts the owner's record: it must not keep saying RUNNING). A deleted connector's statuses are
- * tombstoned by the worker that ran its connector instance.
+ * UNASSIGNED (a reader trusts the owner's record: it must not keep saying RUNNING). A deleted connector's
+ * statuses are tombstoned by the worker that ran its connector instance.
  *
  * Owns: the view and the status reports. Must not: start or stop anything itself (the herder does, when
  * told the placement changed).
@@ -301,9 +301,11 @@ export class Cluster implements ClusterPort {
       // revocation — unless another worker's report took its place already. A status reader trusts the
       // owner's record, and a unit that comes back here must not read RUNNING before it runs again.
       const known = new Set(this.#connectors.map((c) => c.name));
+      const retired: string[] = [];
       for (const k of [...this.#written]) {
         if (seen.has(k)) continue;
         this.#written.delete(k);
+        retired.push(k);
         const unit = unitOfKey(k);
         if (unit === undefined) continue;
         if (!known.has(unit.connector)) {
@@ -322,6 +324,7 @@ export class Cluster implements ClusterPort {
       } catch (e) {
         // Written again next time: the topic still says something else.
         this.#unwritable = { sinceMs: this.#unwritable?.sinceMs ?? Date.now(), error: errorMessage(e) };
+        for (const k of retired) this.#written.add(k); // their UNASSIGNED (or tombstone) is tried again too
         this.#d.log.warn('could not write statuses to the status topic; trying again', { error: errorMessage(e) });
       }
     };

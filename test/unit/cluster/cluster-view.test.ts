@@ -293,10 +293,17 @@ test('the status topic\'s trouble (reads failing, or this worker\'s writes) is k
   assert.match(r.cluster.statusTopicTrouble()?.error ?? '', /Message timed out/);
   r.kafka.unreadable = { sinceMs: 1, error: 'Local: Broker transport failure' };
   assert.deepEqual(r.cluster.statusTopicTrouble(), { sinceMs: 1, error: 'Local: Broker transport failure' }, 'the older of the two');
+  // Task 0 stops here while writes fail: its UNASSIGNED is written once Kafka answers again.
+  r.kafka.writeError = undefined;
+  await r.cluster.report();
+  r.kafka.writeError = new Error('Local: Message timed out');
+  r.setReports([{ name: 'orders', connector: { state: 'RUNNING' }, tasks: [] }]);
+  await r.cluster.report();
   r.kafka.unreadable = undefined;
   r.kafka.writeError = undefined;
   await r.cluster.report();
   assert.equal(r.cluster.statusTopicTrouble(), undefined, 'written again: no trouble');
+  assert.deepEqual(r.written.slice(-1).map((e) => [e.key, (e.value as { state: string } | null)?.state]), [['status-task-orders-0', 'UNASSIGNED']], 'the UNASSIGNED that failed is written after the outage');
 });
 
 test('after its start a worker waits the longer start grace (workers started together register over seconds), a change within it included', async (t) => {
