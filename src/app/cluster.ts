@@ -47,7 +47,12 @@ export async function clusterParts(worker: WorkerConfig, settings: { readonly ad
   const configs = new ConfigTopicStore(configLog, log);
   let sw: StandaloneWorker | undefined;
   let coordination: Coordination | undefined;
-  const view = new Cluster({ configs, statusLog, sessionTimeoutMs: c.sessionTimeoutMs, log, currentShare: (name) => sw?.share(name) });
+  // Join grace: two heartbeats after a change. A worker that registered within one heartbeat of this one is
+  // in its view after this worker's next poll; two leave a poll's latency to spare (Redis slow, a busy
+  // machine). After this worker's start, the session time-out: workers started together come up over
+  // seconds (process start, clients, the config topic), and one not registered yet is in no view.
+  const joinGraceMs = 2 * c.heartbeatMs;
+  const view = new Cluster({ configs, statusLog, sessionTimeoutMs: c.sessionTimeoutMs, joinGraceMs, startGraceMs: Math.max(joinGraceMs, c.sessionTimeoutMs), log, currentShare: (name) => sw?.share(name) });
   return {
     configs,
     view,

@@ -7,6 +7,8 @@
  * one task, every round: the delay is not part of its commit latency). A task's announcement is readable
  * only once its transaction's commit markers are written, which the broker does after the task's commit
  * returned: a round started at once that commits nothing is tried again after the delay.
+ * A failed round is retried after a back-off (growing to 30 s), at once when it is over; a task's
+ * announcement during the back-off cuts it short and resets it (see `pause`).
  * `stop()` ends the loop and runs one last round, so the tasks' final cycles (committed when they left
  * the group) become snapshots before the process exits.
  *
@@ -34,6 +36,8 @@ export interface CommitterLoopOptions {
   readonly retry?: BackoffBounds;
   /** Called after every round, committed or failed (the worker checks the connector's health there). */
   readonly afterRound?: () => void;
+  /** Numbers in [0, 1) for the back-off's jitter (tests pin it). */
+  readonly random?: () => number;
 }
 
 const WAKE_DELAY_MS = 100;
@@ -51,6 +55,8 @@ export class CommitterLoop {
    * the next round then follows as soon as a wake outside a round would, not a whole interval later.
    */
   private wokenMeanwhile = false;
+  /** A failed round's back-off is over: the retry starts at once (the back-off was its wait, not an interval more). */
+  private retryNow = false;
   /**
    * The tasks that announced since the current round began, and those that announced before it. A wake
    * without a task id (a task of another worker, through the queue) counts as one task, ELSEWHERE.
@@ -65,7 +71,7 @@ export class CommitterLoop {
   constructor(committer: CommitRounds, options: CommitterLoopOptions) {
     this.committer = committer;
     this.o = options;
-    this.backoff = new Backoff(options.retry ?? ROUND_BACKOFF);
+    this.backoff = new Backoff(options.retry ?? ROUND_BACKOFF, options.random);
     this.loop = this.run();
   }
 
@@ -104,9 +110,10 @@ export class CommitterLoop {
           atOnce = ms === 0 && !this.stopping;
           setTimeout(resolve, ms);
         };
-        const first = this.wokenMeanwhile ? (this.allAnnounced() ? 0 : wakeDelay) : this.o.intervalMs;
+        const first = this.retryNow ? 0 : this.wokenMeanwhile ? (this.allAnnounced() ? 0 : wakeDelay) : this.o.intervalMs;
         atOnce = this.wokenMeanwhile && first === 0;
         this.wokenMeanwhile = false;
+        this.retryNow = false;
         const timer = setTimeout(resolve, first);
         this.wakeHandler = () => {
           clearTimeout(timer);
@@ -145,17 +152,26 @@ export class CommitterLoop {
     }
   }
 
-  /** Waits out a back-off; `stop()` cuts it short (an announcement does not: it cannot mend a failure). */
+  /**
+   * Waits out a back-off, then the retry follows at once. `stop()` cuts it short, and so does an
+   * announcement: a task's transaction committed after the round failed, so Kafka answers again (a broker
+   * restart is the usual cause of failed rounds) — waiting out a back-off grown over a long outage (up to
+   * its maximum, 30 s) would hold the first commit after it back that long. The back-off then starts
+   * afresh, and the round follows as any announcement's does (after the wake delay). A failure that
+   * persists (the catalog still away) fails once per announcement at most, no more often than rounds run.
+   */
   private pause(ms: number): Promise<void> {
     return new Promise<void>((resolve) => {
-      const timer = setTimeout(resolve, ms);
+      const timer = setTimeout(() => {
+        this.retryNow = true;
+        resolve();
+      }, ms);
       this.wakeHandler = () => {
         this.wokenMeanwhile = true;
-        if (!this.stopping) return;
+        if (!this.stopping) this.backoff.reset();
         clearTimeout(timer);
         resolve();
       };
     });
   }
 }
-

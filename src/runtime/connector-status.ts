@@ -50,6 +50,10 @@ export function clusterConnectorStatus(a: {
     return { state, worker_id: owner, ...(r.trace === undefined || r.trace === '' ? {} : { trace: r.trace }) };
   };
   const owner = cluster.owner(name, 'connector');
+  // Kafka out of reach from here: the status topic says nothing new, so this worker says what it knows.
+  const trouble = cluster.statusTopicTrouble();
+  const outage = trouble === undefined ? undefined : `Kafka unreachable from worker ${me} since ${new Date(trouble.sinceMs).toISOString()}: the status topic cannot be read or written (${trouble.error}); units of other workers show what those last reported before it`;
+  const withOutage = <T extends { readonly trace?: string }>(x: T): T => (outage === undefined ? x : { ...x, trace: x.trace === undefined ? outage : `${outage}\n${x.trace}` });
   let connector: ConnectorStateInfo['connector'];
   if (e.target === 'STOPPED' || (e.target === 'PAUSED' && !e.hasTasks)) connector = { state: e.target === 'STOPPED' ? 'STOPPED' : 'PAUSED', worker_id: owner ?? me, ...version };
   else if (owner === me) connector = { ...localConnectorState(e, local), worker_id: me, ...version };
@@ -57,10 +61,12 @@ export function clusterConnectorStatus(a: {
   const tasks = a.taskIds.map((n): TaskStateInfo => {
     const taskOwner = cluster.owner(name, n);
     const mine = taskOwner === me ? local?.tasks.find((t) => t.id === n) : undefined;
-    if (mine !== undefined) return { ...taskState(mine, me, e.restarting.has(n)), ...version };
-    return { id: n, ...remote(n, taskOwner), ...version };
+    if (mine !== undefined) return withOutage({ ...taskState(mine, me, e.restarting.has(n)), ...version });
+    // Placed here but not running (yet, or any more): the status topic's record of it is an older one.
+    if (taskOwner === me) return withOutage<TaskStateInfo>({ id: n, state: e.restarting.has(n) ? 'RESTARTING' : 'UNASSIGNED', worker_id: me, ...version });
+    return withOutage({ id: n, ...remote(n, taskOwner), ...version });
   });
-  return { name, connector, tasks, type: 'sink' };
+  return { name, connector: withOutage(connector), tasks, type: 'sink' };
 }
 
 /** `org.apache.iceberg.connect.IcebergSinkConnector` → `...IcebergSinkTask`, as the Java sink's task class. */

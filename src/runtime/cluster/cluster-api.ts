@@ -34,6 +34,11 @@ export interface ClusterPort {
   /** Stores a restart request for every worker (this one included: it arrives through onRestart). */
   requestRestart(name: string, request: RestartRequest): Promise<void>;
   onRestart(listener: (name: string, request: RestartRequest) => void): void;
+  /**
+   * Whether this worker cannot read or write the status topic now (Kafka unreachable): since when (wall
+   * clock ms) and the last error; undefined while it can. Other workers' reports are then as old as that.
+   */
+  statusTopicTrouble(): { readonly sinceMs: number; readonly error: string } | undefined;
   /** The worker running the connector instance (its committer) reported it FAILED, or RUNNING again. */
   onConnectorState(listener: (name: string, state: 'FAILED' | 'RUNNING', trace: string | undefined) => void): void;
 }

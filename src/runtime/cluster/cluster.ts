@@ -7,9 +7,18 @@
  * time-out, this worker starts nothing new: the others may have dropped it from their views and started
  * its units, and taking them back would only fence them back and forth. It keeps what it runs.
  *
- * Statuses: every second, what this worker runs is compared with what it last wrote, and what changed is
- * written (`generation` counts this worker's placement changes). A deleted connector's statuses are
- * tombstoned by the worker that ran its connector instance.
+ * Join grace (as Connect's rebalance waits for the group's members): the views of workers that start or
+ * change together differ for up to a poll, and a unit started on a view that has not converged is fenced
+ * moments later by its real owner (seen: one worker, seeing only itself, started all 4 tasks; 3 were fenced
+ * and restarted). So after its start and after every membership change this worker starts no unit until
+ * its view has stayed the same for `joinGraceMs` (after its start: `startGraceMs`); meanwhile it stops at
+ * once what is no longer placed here (a unit that moves is then released before its new owner, also
+ * waiting out the grace, starts it).
+ *
+ * Statuses: every 250 ms, what this worker runs is compared with what it last wrote, and what changed is
+ * written (`generation` counts this worker's placement changes); a unit it no longer runs is written
+ * UNASSIGNED (a reader trusts the owner's record: it must not keep saying RUNNING). A deleted connector's
+ * statuses are tombstoned by the worker that ran its connector instance.
  *
  * Owns: the view and the status reports. Must not: start or stop anything itself (the herder does, when
  * told the placement changed).
@@ -36,13 +45,23 @@ export interface LocalReport {
 
 export interface ClusterDeps {
   readonly configs: Pick<ConfigTopicStore, 'requestRestart' | 'onRestart'>;
-  readonly statusLog: Pick<KafkaStateLog, 'start' | 'appendAll'>;
+  readonly statusLog: Pick<KafkaStateLog, 'start' | 'appendAll' | 'unreadable'>;
   readonly sessionTimeoutMs: number;
+  /**
+   * How long the view must stay unchanged before this worker starts a unit (after its start and after
+   * every membership change). app/cluster.ts derives it from the heartbeat: two polls.
+   */
+  readonly joinGraceMs: number;
+  /**
+   * The grace after this worker's start (default `joinGraceMs`): workers started together register over
+   * the seconds their processes take to come up, and one that has not registered yet is in no view.
+   */
+  readonly startGraceMs?: number;
   readonly log: Logger;
   /** What this worker runs of a connector now (kept while Redis is out of reach). */
   readonly currentShare: (name: string) => ConnectorShare | undefined;
   readonly nowMs?: () => number;
-  /** How often statuses are compared and written (default 1 s). */
+  /** How often statuses are compared and written (default 250 ms: a status sampled as often sees each state). */
   readonly reportEveryMs?: number;
 }
 
@@ -61,10 +80,17 @@ export class Cluster implements ClusterPort {
   #workers: readonly string[] = [];
   #placement: Placement = place([], []);
   #generation = 0;
+  /** When the grace of the view's last change (or of the start) ends: units start then. */
+  #settlesAtMs = 0;
+  /** Whether the view has settled since its last change (the placement listeners were told when it did). */
+  #settled = false;
+  #graceTimer: NodeJS.Timeout | undefined;
   /** Since when Redis is out of reach (undefined: reachable). */
   #unreachableSince: number | undefined;
   /** The status keys this worker wrote (a deleted connector's are tombstoned by the worker that wrote them). */
   readonly #written = new Set<string>();
+  /** Status writes failing in a row (Kafka unreachable): since when (wall clock), the last error. */
+  #unwritable: { sinceMs: number; error: string } | undefined;
   #timer: NodeJS.Timeout | undefined;
   #reporting: Promise<void> = Promise.resolve();
   #reports: (() => readonly LocalReport[]) | undefined;
@@ -85,17 +111,25 @@ export class Cluster implements ClusterPort {
     await this.#d.statusLog.start((r) => {
       const { change, warning } = this.#statuses.apply(r.key, r.value, r.partition, r.offset);
       if (warning !== undefined) this.#d.log.warn(`status topic: ${warning}`);
+      // What this worker id reported before this start (a restarted worker keeps its host:port) runs no
+      // more: the next report says so (UNASSIGNED) unless this worker runs the unit again by then.
+      if (r.initial && change !== null && change.kind !== 'ignored') {
+        if (change.status?.workerId === a.workerId) this.#written.add(r.key);
+        else this.#written.delete(r.key);
+      }
       if (change?.kind === 'connector-status' && !r.initial) this.#connectorState(change.connector, change.status);
     });
     a.membership.onChange((members) => this.#members(members));
+    this.#unsettle(this.#d.startGraceMs ?? this.#d.joinGraceMs);
     this.#members(a.membership.members());
-    this.#timer = setInterval(() => void this.report(), this.#d.reportEveryMs ?? 1_000);
+    this.#timer = setInterval(() => void this.report(), this.#d.reportEveryMs ?? 250);
     this.#timer.unref();
   }
 
   /** Stops reporting, after a last report (a worker leaving says what it leaves). */
   async stop(): Promise<void> {
     clearInterval(this.#timer);
+    clearTimeout(this.#graceTimer);
     await this.report();
   }
 
@@ -107,9 +141,18 @@ export class Cluster implements ClusterPort {
   }
 
   share(name: string): ConnectorShare {
-    if (this.#frozen()) return this.#d.currentShare(name) ?? { taskIds: [], committer: false };
+    const current = this.#d.currentShare(name) ?? { taskIds: [], committer: false };
+    if (this.#frozen()) return current;
     const c = this.#connectors.find((x) => x.name === name);
-    return unitsOf(this.#placement, name, c?.tasks ?? 0, this.#workerId);
+    const placed = unitsOf(this.#placement, name, c?.tasks ?? 0, this.#workerId);
+    if (this.#settled) return placed;
+    // Within the join grace: what no longer belongs here stops, nothing new starts.
+    return { taskIds: placed.taskIds.filter((n) => current.taskIds.includes(n)), committer: placed.committer && current.committer };
+  }
+
+  /** Whether this worker's view has stayed unchanged for the join grace (it starts units only then). */
+  settled(): boolean {
+    return this.#settled;
   }
 
   owner(name: string, unit: number | 'connector'): string | undefined {
@@ -138,6 +181,14 @@ export class Cluster implements ClusterPort {
     this.#stateListeners.push(listener);
   }
 
+  statusTopicTrouble(): { readonly sinceMs: number; readonly error: string } | undefined {
+    const read = this.#d.statusLog.unreadable();
+    const write = this.#unwritable;
+    if (read === undefined) return write === undefined ? undefined : { ...write };
+    if (write === undefined) return read;
+    return read.sinceMs <= write.sinceMs ? read : { ...write };
+  }
+
   /** A connector status another worker wrote: passed on when it is the instance owner's FAILED or RUNNING. */
   #connectorState(name: string, s: { readonly state: string; readonly workerId: string; readonly trace: string | null } | null): void {
     if (s === null || s.workerId === this.#workerId || s.workerId !== this.owner(name, 'connector')) return;
@@ -155,9 +206,31 @@ export class Cluster implements ClusterPort {
   #members(members: readonly MemberInfo[]): void {
     const ids = [...new Set([this.#workerId, ...members.map((m) => m.workerId)])].sort();
     if (ids.join(',') === this.#workers.join(',')) return;
-    this.#d.log.info('cluster members changed', { workers: ids, before: this.#workers });
+    this.#d.log.info('cluster members changed', { workers: ids, before: this.#workers, startsUnitsInMs: this.#d.joinGraceMs });
     this.#workers = ids;
+    this.#unsettle(this.#d.joinGraceMs);
     this.#replace();
+  }
+
+  /** The view changed (or this worker starts): units start once it has stayed so for `graceMs` (a start's longer grace kept). */
+  #unsettle(graceMs: number): void {
+    this.#settlesAtMs = Math.max(this.#settled ? 0 : this.#settlesAtMs, this.#now() + graceMs);
+    clearTimeout(this.#graceTimer);
+    this.#settled = this.#settlesAtMs <= this.#now(); // no grace: the view counts as settled at once
+    if (this.#settled) return;
+    const check = (): void => {
+      const left = this.#settlesAtMs - this.#now();
+      if (left > 0) {
+        this.#graceTimer = setTimeout(check, left);
+        this.#graceTimer.unref();
+        return;
+      }
+      this.#settled = true;
+      this.#d.log.info('cluster view settled: starting the units placed here', { workers: this.#workers });
+      this.#notify();
+    };
+    this.#graceTimer = setTimeout(check, this.#settlesAtMs - this.#now());
+    this.#graceTimer.unref();
   }
 
   /** Whether Redis has been out of reach for longer than the session time-out (then nothing new starts). */
@@ -175,6 +248,11 @@ export class Cluster implements ClusterPort {
     const same = sameMap(next.tasks, this.#placement.tasks) && sameMap(next.committers, this.#placement.committers);
     this.#placement = next;
     if (same) return;
+    this.#notify();
+  }
+
+  /** Tells the herder to apply the placement (a new one, or the same one once the view settled). */
+  #notify(): void {
     this.#generation++;
     for (const l of this.#placementListeners) {
       try {
@@ -218,25 +296,48 @@ export class Cluster implements ClusterPort {
         this.#written.add(e.key);
         return !this.#topicHas(e);
       });
-      // A connector this worker reported for and that is gone from the config: its status goes too.
+      // A connector this worker reported for and that is gone from the config: its status goes too. A unit
+      // it reported and runs no more (moved, stopped, a previous life's): UNASSIGNED, as Connect writes on a
+      // revocation — unless another worker's report took its place already. A status reader trusts the
+      // owner's record, and a unit that comes back here must not read RUNNING before it runs again.
       const known = new Set(this.#connectors.map((c) => c.name));
+      const retired: string[] = [];
       for (const k of [...this.#written]) {
         if (seen.has(k)) continue;
         this.#written.delete(k);
-        const name = k.startsWith('status-connector-') ? k.slice('status-connector-'.length) : undefined;
-        if (name !== undefined && !known.has(name)) fresh.push(encodeConnectorStatusRemoval(name));
+        retired.push(k);
+        const unit = unitOfKey(k);
+        if (unit === undefined) continue;
+        if (!known.has(unit.connector)) {
+          if (unit.task === undefined) fresh.push(encodeConnectorStatusRemoval(unit.connector));
+          continue;
+        }
+        const cur = unit.task === undefined ? this.#statuses.connector(unit.connector) : this.#statuses.task(unit.connector, unit.task);
+        if (cur === undefined || cur.workerId !== this.#workerId || cur.state === 'UNASSIGNED') continue;
+        const gone = status('UNASSIGNED', undefined);
+        fresh.push(unit.task === undefined ? encodeConnectorStatus(unit.connector, gone) : encodeTaskStatus(unit.connector, unit.task, gone));
       }
       if (fresh.length === 0) return;
       try {
         await this.#d.statusLog.appendAll(fresh);
+        this.#unwritable = undefined;
       } catch (e) {
         // Written again next time: the topic still says something else.
+        this.#unwritable = { sinceMs: this.#unwritable?.sinceMs ?? Date.now(), error: errorMessage(e) };
+        for (const k of retired) this.#written.add(k); // their UNASSIGNED (or tombstone) is tried again too
         this.#d.log.warn('could not write statuses to the status topic; trying again', { error: errorMessage(e) });
       }
     };
     this.#reporting = this.#reporting.then(run, run);
     return this.#reporting;
   }
+}
+
+/** The connector (and task) a status key names. */
+function unitOfKey(key: string): { readonly connector: string; readonly task?: number } | undefined {
+  if (key.startsWith('status-connector-')) return { connector: key.slice('status-connector-'.length) };
+  const m = /^status-task-(.+)-(\d+)$/.exec(key);
+  return m === null ? undefined : { connector: m[1] as string, task: Number(m[2]) };
 }
 
 function sameMap(a: ReadonlyMap<string, string>, b: ReadonlyMap<string, string>): boolean {

@@ -97,6 +97,10 @@ export class KafkaStateLog {
   #wake: (() => void) | undefined;
   #closed = false;
   #failure: IcefloeError | undefined;
+  /** Reads failing in a row (Kafka unreachable): since when, and the last error. */
+  #unreadable: { sinceMs: number; error: string } | undefined;
+  /** When the read in flight began (undefined: none in flight). */
+  #readingSinceMs: number | undefined;
 
   constructor(options: StateLogOptions) {
     this.#o = options;
@@ -111,6 +115,20 @@ export class KafkaStateLog {
   /** The topic's partition count (known after `start`). */
   get partitionCount(): number {
     return this.#partitions;
+  }
+
+  /**
+   * Whether reads fail now (every read asks the broker for the log's offsets first, so one that succeeds
+   * means Kafka answers): since when (wall clock) and the last error; undefined while reads succeed.
+   */
+  unreadable(): { readonly sinceMs: number; readonly error: string } | undefined {
+    if (this.#unreadable !== undefined) return { ...this.#unreadable };
+    // A read that does not answer (a broker frozen, or down before the client's time-outs run out) says so
+    // before it fails: twice a read's own bound.
+    const stuckMs = 2 * (this.#o.readTimeoutMs ?? 5_000);
+    const since = this.#readingSinceMs;
+    if (since !== undefined && Date.now() - since > stuckMs) return { sinceMs: since, error: `a read has not answered for ${Math.round((Date.now() - since) / 1000)} s` };
+    return undefined;
   }
 
   /** Per partition, the next offset this log will read. */
@@ -318,11 +336,17 @@ export class KafkaStateLog {
     const backoff = new Backoff({ initialDelayMs: 100, maxDelayMs: 5_000 });
     while (!this.#closed) {
       let got: number;
+      const began = Date.now();
       try {
+        this.#readingSinceMs = began;
         got = await this.#readOnce();
         backoff.reset();
+        this.#unreadable = undefined;
+        this.#readingSinceMs = undefined;
       } catch (e) {
+        this.#readingSinceMs = undefined;
         if (this.#closed) break;
+        this.#unreadable = { sinceMs: this.#unreadable?.sinceMs ?? began, error: errorMessage(e) };
         if (this.#fatal(e)) return;
         await this.#skipDeleted(e).catch(() => undefined);
         const delay = backoff.next();
