@@ -710,7 +710,7 @@ function buildWorker(options: StandaloneOptions, worker: WorkerConfig, settings:
   const sw: StandaloneWorker = new StandaloneWorker({
     log,
     taskShutdownTimeoutMs: worker.taskShutdownTimeoutMs,
-    ...(cluster === undefined ? {} : { restartFenced: true, onAnnounced: (name: string) => cluster.wake(name) }),
+    ...(cluster === undefined ? {} : { restartFenced: true, onAnnounced: (name: string) => cluster.wake(name), committerHolder: (name: string) => cluster.committerHolder(name) }),
     async prepareConnector(c) {
       const admin = await ConfluentKafkaAdmin.connect({ settings, overrides: c.adminOverrides });
       try {

@@ -25,6 +25,8 @@ export interface ClusterParts {
   readonly view: Cluster;
   /** A task here announced a cycle of a connector whose committer runs elsewhere: a wake-up job. */
   wake(connector: string): void;
+  /** The worker holding the connector's committer lease, or null; rejects when Redis cannot be asked (or before join). */
+  committerHolder(connector: string): Promise<string | null>;
   /** Takes the connector's committer lease (null: held elsewhere), then opens the committer under it. */
   seatCommitter(c: ConnectorConfig, open: (beforeCommit: () => Promise<void>) => Promise<OpenCommitter>): Promise<OpenCommitter | null>;
   /** Joins the cluster as the worker behind `rest`: membership, the config and status topics. */
@@ -57,6 +59,7 @@ export async function clusterParts(worker: WorkerConfig, settings: { readonly ad
     configs,
     view,
     wake: (name) => void coordination?.wakeups.wake(name).catch(() => undefined),
+    committerHolder: (name) => coordination?.leases.holder(`committer:${name}`) ?? Promise.reject(new Error('not joined to the cluster yet')),
     async seatCommitter(connector, open) {
       const lease = await coordination?.leases.tryAcquire(`committer:${connector.name}`);
       if (lease === undefined || lease === null) return null;

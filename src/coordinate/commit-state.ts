@@ -44,8 +44,8 @@ import { decodeControlEvent, isUnsupportedControlVersion, reassembleAnnouncement
 import type { Announcement, AnnouncementPart, ControlEvent, CycleComplete, SourceSpan, TableRef } from './events.ts';
 import { commitWatermark, sourceKey } from './watermark.ts';
 import { positionRules } from './connector-position.ts';
-import { checkSourceOverlap, decodeSourceApplied, encodeSourceApplied, sourceAppliedKey } from './source-applied.ts';
-import type { SourceApplied } from './source-applied.ts';
+import { checkSourceOverlap, decodeSourceApplied, encodeSourceApplied, encodeSourceTopicIds, sourceAppliedKey, sourceTopicIdsKey, stampTopicIds } from './source-applied.ts';
+import type { SourceApplied, SourceLogs } from './source-applied.ts';
 import type { ConnectorPositions } from './connector-position.ts';
 import type { SourceKnowledge } from './watermark.ts';
 
@@ -94,8 +94,10 @@ export interface TableCommitInput {
   /** False while the committer catches up in bounded reads: control partitions are then read to different
    *  depths, so a task's newer reports may lie past what was read; the commit carries the stored watermark. */
   readonly readToEnd?: boolean;
-  /** What the committer knows of the source partitions beyond this buffer (watermark.ts). */
-  readonly sources?: SourceKnowledge;
+  /** What the committer knows of the source partitions beyond this buffer (watermark.ts), and each source
+   *  topic's live id and log ends as it looked this round (`logs`): whether the source offsets the table
+   *  applied still name the live log's records (source-applied.ts). Absent: unknown. */
+  readonly sources?: SourceKnowledge & { readonly logs?: SourceLogs };
   /** The branch the table's commits go to (default main); `positions` were read from its ancestry. */
   readonly branch?: string;
 }
@@ -109,6 +111,7 @@ export type StopCode =
   | 'positions-rolled-back'
   | 'commit-failed'
   | 'source-overlap'
+  | 'source-log-changed'
   | 'undecodable-event'
   | 'unsupported-control-version'
   | 'table-uuid-mismatch'
@@ -305,14 +308,54 @@ export function planTableCommit(input: TableCommitInput): TablePlan {
   if (duplicate !== undefined) return stopped(duplicate, oldest);
 
   if (included.length === 0) return { kind: 'nothing', positions: eff, waiting: notIncluded.length, ...common };
+  const guarded = sourceGuard(input, tableName, included, oldest, stopped, { basePositions: base, effectivePositions: eff, ...ages(input.nowMs, oldestTimestamp(groups)) }, groups.length);
+  if ('kind' in guarded) return guarded;
+  return commitPlan(input, eff, included, guarded, notIncluded.length, cycleCompletes, common);
+}
+
+/**
+ * The source-applied guard over the included announcements (source-applied.ts): what to commit and what to
+ * pass, or the plan that stops the table (`stopped`) or waits for the next round (`allWaiting`, `waiting`).
+ */
+function sourceGuard(
+  input: TableCommitInput,
+  tableName: string,
+  included: readonly Candidate[],
+  oldest: number | undefined,
+  stopped: (reason: StopReason, oldest?: number) => TablePlan,
+  allWaiting: PlanCommon,
+  waiting: number,
+): TablePlan | { readonly kept: readonly Candidate[]; readonly dropped: readonly Candidate[]; readonly applied: SourceApplied } {
   let before: SourceApplied = new Map();
   const stored = input.positions.kind === 'positions' ? input.positions.sourceApplied : undefined;
+  const storedIds = input.positions.kind === 'positions' ? input.positions.sourceTopicIds : undefined;
   try {
-    if (stored !== undefined) before = decodeSourceApplied(stored);
+    if (stored !== undefined) before = decodeSourceApplied(stored, storedIds);
   } catch (e) {
     return stopped(stop('positions-malformed', `${tableName}: summary key ${sourceAppliedKey(input.connector)} is malformed: ${e instanceof Error ? e.message : String(e)}`, {}), oldest);
   }
-  const overlap = checkSourceOverlap(included, before);
+  const logs: SourceLogs | undefined = input.sources?.logs;
+  const overlap = checkSourceOverlap(included, before, logs);
+  if (overlap.kind === 'unknown') {
+    // Source records at or below what was applied, and the live log could not be looked at this round:
+    // neither drop nor apply on a guess; the next round decides (everything stays buffered meanwhile).
+    return { kind: 'nothing', positions: allWaiting.effectivePositions, waiting, ...allWaiting };
+  }
+  if (overlap.kind === 'log-changed') {
+    const g = overlap.candidate.group;
+    const at = { partition: g.partition, offset: firstOffsetOf(g) };
+    const sp = overlap.span;
+    return stopped(
+      stop(
+        'source-log-changed',
+        `${tableName}: the announcement at control ${at.partition}@${at.offset} carries ${sp.topic}[${sp.partition}] offsets ${sp.firstOffset}..${sp.lastOffset}, at or below the offset the table applied (${overlap.appliedThrough}), but ${overlap.why}; ` +
+          `they may be new records under old offsets, so they are neither dropped nor applied. If the source log was replaced (topic recreated, failover, truncation), run "icefloe positions WORKER.properties CONNECTOR.json --table ${tableName} --adopt": it forgets the applied offsets the live log no longer vouches for, and the next round applies the announcement; if they are the old records again, delete them from the table after it applies them, or move the group connect-${input.connector} past them before (docs/sink.md)`,
+        at,
+        { topic: sp.topic, partition: sp.partition, first: sp.firstOffset, last: sp.lastOffset, appliedThrough: overlap.appliedThrough, why: overlap.why },
+      ),
+      oldest,
+    );
+  }
   if (overlap.kind === 'overlap') {
     const g = overlap.candidate.group;
     const at = { partition: g.partition, offset: firstOffsetOf(g) };
@@ -339,7 +382,7 @@ export function planTableCommit(input: TableCommitInput): TablePlan {
       oldest,
     );
   }
-  return commitPlan(input, eff, included, { kept: overlap.kept, dropped: overlap.dropped, applied: overlap.applied }, notIncluded.length, cycleCompletes, common);
+  return { kept: overlap.kept, dropped: overlap.dropped, applied: stampTopicIds(overlap.applied, logs) };
 }
 
 function ages(nowMs: number, oldest: number | undefined): { oldestUnappliedAgeMs?: number; oldestUnappliedMs?: number } {
@@ -624,6 +667,8 @@ function commitPlan(
     ...positionsSummary(connector, positions, input.live),
     [sourceOffsetsKey(connector)]: encodeSourceRanges(sourceRanges),
     [sourceAppliedKey(connector)]: encodeSourceApplied(source.applied),
+    // Only when some topic has an id: a summary without ids reads as before (an older reader ignores the key anyway).
+    ...([...source.applied.values()].some((v) => v.topicId !== undefined) ? { [sourceTopicIdsKey(connector)]: encodeSourceTopicIds(source.applied) } : {}),
     ...(validThroughTs === undefined ? {} : { [VALID_THROUGH_TS_KEY]: String(validThroughTs) }),
   };
   return {

@@ -38,6 +38,8 @@ export interface CommitterLoopOptions {
   readonly afterRound?: () => void;
   /** Numbers in [0, 1) for the back-off's jitter (tests pin it). */
   readonly random?: () => number;
+  /** The clock of `failing` (tests pin it; default Date.now). */
+  readonly nowMs?: () => number;
 }
 
 const WAKE_DELAY_MS = 100;
@@ -65,13 +67,22 @@ export class CommitterLoop {
   private announcedBefore: ReadonlySet<number> = new Set();
   private wakeHandler: () => void = () => undefined;
   private readonly loop: Promise<void>;
-  /** Consecutive failed rounds, for the connector's status (cleared by a round that succeeds). */
-  failing: { readonly sinceMs: number; count: number; error: string } | undefined;
+  /**
+   * Consecutive failed rounds, for the connector's status (cleared by a round that succeeds).
+   * `unappliedSinceMs`: the start of the last round that got through (or of the loop): announcements made
+   * since may all be unapplied, so the worker compares that age with the control topic's retention (N4).
+   */
+  failing: { readonly sinceMs: number; readonly unappliedSinceMs: number; count: number; error: string } | undefined;
+  /** When the last round that got through started (the loop's start until one did). */
+  private lastGoodRoundMs: number;
+  private readonly now: () => number;
 
   constructor(committer: CommitRounds, options: CommitterLoopOptions) {
     this.committer = committer;
     this.o = options;
     this.backoff = new Backoff(options.retry ?? ROUND_BACKOFF, options.random);
+    this.now = options.nowMs ?? Date.now;
+    this.lastGoodRoundMs = this.now();
     this.loop = this.run();
   }
 
@@ -128,14 +139,16 @@ export class CommitterLoop {
         this.wokenMeanwhile = true;
       };
       if (this.stopping) break;
+      const roundStartMs = this.now();
       try {
         const made = await this.committer.round();
         this.backoff.reset();
         this.failing = undefined;
+        this.lastGoodRoundMs = roundStartMs;
         if (this.committer.behind?.() === true || (atOnce && made.length === 0)) this.wokenMeanwhile = true;
         this.afterRound();
       } catch (e) {
-        this.failing = { sinceMs: this.failing?.sinceMs ?? Date.now(), count: (this.failing?.count ?? 0) + 1, error: errorMessage(e) };
+        this.failing = { sinceMs: this.failing?.sinceMs ?? this.now(), unappliedSinceMs: this.lastGoodRoundMs, count: (this.failing?.count ?? 0) + 1, error: errorMessage(e) };
         this.afterRound();
         const delay = this.backoff.next();
         this.o.log.warn('committer round failed; retrying', { error: errorMessage(e), consecutive: this.backoff.count, retryInMs: delay });

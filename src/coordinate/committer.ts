@@ -53,6 +53,7 @@ import type { ControlEvent, TableRef } from '../coordinate/events.ts';
 import type { ObjectStore } from '../upload/port.ts';
 import { SourceReports, sourceKey } from '../coordinate/watermark.ts';
 import type { SourceKnowledge } from '../coordinate/watermark.ts';
+import type { SourceLogs } from '../coordinate/source-applied.ts';
 import type { CrashPoints } from '../core/crash-points.ts';
 import type { ControlPositions } from '../coordinate/control-positions.ts';
 import { controlGroupId, nextAppliedPositions, reapplyHolds, reapplyKey, readReapplyMark, tableKey } from '../coordinate/connector-position.ts';
@@ -409,21 +410,38 @@ export class ConnectorCommitter {
    * list; with a regex only the partitions reported so far are known), each one's log start and end as
    * of now, and the latest report of each.
    */
-  private async sourceKnowledge(): Promise<SourceKnowledge> {
+  private async sourceKnowledge(): Promise<SourceKnowledge & { readonly logs: SourceLogs }> {
     const topics = this.d.connector.topics;
-    if (topics.kind !== 'list') return { reports: this.reports.latest };
+    // Each source topic's live id and log ends: whether the source offsets a table applied still name the
+    // live log's records (source-applied.ts); the planner reads them from here.
+    const logs = { topicIds: new Map<string, string>(), ends: new Map<string, { low: bigint; high: bigint }>() };
+    if (topics.kind !== 'list') {
+      // A regex: the topics reported so far; the watermark keeps to the reports alone.
+      for (const topic of new Set([...this.reports.latest.values()].map((r) => r.assignment.topic))) await this.lookSource(topic, logs);
+      return { reports: this.reports.latest, logs };
+    }
     const endsAtMs = this.now();
     const partitions = new Set<string>();
-    const ends = new Map<string, { low: bigint; high: bigint }>();
     for (const topic of topics.topics) {
-      // A topic that cannot be described now (missing yet, broker trouble) counts with what was seen last,
-      // without ends (its partitions are then only as far as their reports vouch).
-      const marks = await this.d.admin.watermarks(topic).catch(() => undefined);
-      if (marks !== undefined) this.partitionCounts.set(topic, marks.length);
-      for (const m of marks ?? []) ends.set(sourceKey(topic, m.partition), { low: m.low, high: m.high });
+      await this.lookSource(topic, logs);
       for (let p = 0; p < (this.partitionCounts.get(topic) ?? 0); p++) partitions.add(sourceKey(topic, p));
     }
-    return { partitions, reports: this.reports.latest, ends, endsAtMs };
+    return { partitions, reports: this.reports.latest, ends: logs.ends, endsAtMs, logs };
+  }
+
+  /**
+   * One source topic's id and its partitions' log ends, into `logs`. A topic that cannot be described now
+   * (missing yet, broker trouble) counts with what was seen last, without ends or id (its partitions are
+   * then only as far as their reports vouch, and what its tables applied is judged next round). The id is
+   * read before the ends, so a topic recreated in between shows a log that does not reach the applied
+   * offsets rather than a new id with the old log's ends.
+   */
+  private async lookSource(topic: string, logs: { topicIds: Map<string, string>; ends: Map<string, { low: bigint; high: bigint }> }): Promise<void> {
+    const id = await this.d.admin.topicId(topic).catch(() => undefined);
+    const marks = await this.d.admin.watermarks(topic).catch(() => undefined);
+    if (marks !== undefined) this.partitionCounts.set(topic, marks.length);
+    for (const m of marks ?? []) logs.ends.set(sourceKey(topic, m.partition), { low: m.low, high: m.high });
+    if (id !== undefined && marks !== undefined) logs.topicIds.set(topic, id);
   }
 
   private async commitTable(ref: TableRef, live: ControlIdentity, logStart: ReadonlyMap<number, bigint>, sources: SourceKnowledge): Promise<{ plan: TablePlan | undefined; commit?: CommitRecord; reread?: boolean }> {

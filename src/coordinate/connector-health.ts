@@ -12,6 +12,10 @@
  *   other tables.
  * - A table whose oldest unapplied announcement ages past a share of the retention raises an alarm, and
  *   past a larger share fails the tasks the same way, before retention can delete what was announced.
+ * - So does a committer that fails as a whole (every round throws before a table is judged: a foreign
+ *   offset on its position group, a reader or admin error that persists, a bug), or, in a cluster, a
+ *   committer seat no worker holds: nothing then says how old the unapplied announcements are, so their
+ *   age is bounded by how long the committer has not got through (N4), with the same ratios.
  *
  * Owns: the verdicts (pure: the clock and the statuses come in). Must not: act on them (the worker does).
  */
@@ -63,8 +67,23 @@ export interface TableHealth {
   readonly failure?: string;
 }
 
+/**
+ * The committer as a whole, when it does not get through: `failing` (its rounds throw; since the start of
+ * the last round that got through, or of the committer) or `vacant` (a cluster: no worker holds its seat,
+ * or this worker cannot tell; since this worker first saw it so). Announcements made since then may all
+ * be unapplied, so that time is their age.
+ */
+export interface CommitterHealthInput {
+  readonly kind: 'failing' | 'vacant';
+  readonly sinceMs: number;
+  /** The last round's error, or what the seat check saw. */
+  readonly detail: string;
+}
+
 export interface HealthVerdict {
   readonly tables: readonly TableHealth[];
+  /** The committer as a whole, when it does not get through (CommitterHealthInput). */
+  readonly committer?: { readonly kind: 'failing' | 'vacant'; readonly ageMs: number; readonly retentionAlarm: boolean };
   /** The first table that fails the connector, with the message for the tasks and the operator. */
   readonly failure?: { readonly table: string; readonly message: string };
 }
@@ -76,6 +95,7 @@ export function connectorHealth(
   retentionMs: number | null,
   tables: readonly TableHealthInput[],
   nowMs: number,
+  committer?: CommitterHealthInput,
 ): HealthVerdict {
   const out: TableHealth[] = [];
   let failure: { table: string; message: string } | undefined;
@@ -99,5 +119,21 @@ export function connectorHealth(
     out.push({ table: t.table, ...(age === undefined ? {} : { unappliedAgeMs: age }), retentionAlarm: share >= control.retentionAlarmRatio, ...(why === undefined ? {} : { failure: why }) });
     if (why !== undefined && failure === undefined) failure = { table: t.table, message: why };
   }
-  return { tables: out, ...(failure === undefined ? {} : { failure }) };
+  if (committer === undefined) return { tables: out, ...(failure === undefined ? {} : { failure }) };
+  const ageMs = Math.max(0, nowMs - committer.sinceMs);
+  const share = retentionMs === null ? 0 : ageMs / retentionMs;
+  if (failure === undefined && share >= control.retentionStopRatio) {
+    const what =
+      committer.kind === 'failing'
+        ? `the committer of connector ${connector} has not got through a round for ${Math.round(ageMs / 1000)} s (last error: ${committer.detail})`
+        : `no worker has held the committer seat of connector ${connector} for ${Math.round(ageMs / 1000)} s (${committer.detail})`;
+    failure = {
+      table: '',
+      message:
+        `${what}: announcements made since may be unapplied for ${Math.round(share * 100)} % of control topic ${control.topic}'s retention.ms (${retentionMs}), past ` +
+        `icefloe.control.retention-stop-ratio (${control.retentionStopRatio}); the tasks were failed before retention deletes them. ` +
+        `Fix what keeps the committer from running (see the committer's log${committer.kind === 'vacant' ? ' and which worker should hold the seat' : ''}), or raise retention.ms on the topic, then restart the connector. ${recovery}`,
+    };
+  }
+  return { tables: out, committer: { kind: committer.kind, ageMs, retentionAlarm: share >= control.retentionAlarmRatio }, ...(failure === undefined ? {} : { failure }) };
 }

@@ -43,7 +43,7 @@ import { parseJson, stringifyJson, toBigInt } from '../core/json.ts';
 import { MAIN_BRANCH, commitBaseId, findInAncestry } from '../iceberg/metadata.ts';
 import type { Snapshot, TableMetadata } from '../iceberg/metadata.ts';
 import { COMMIT_ID_KEY } from '../commit/commit-retry.ts';
-import { sourceAppliedKey } from './source-applied.ts';
+import { sourceAppliedKey, sourceTopicIdsKey } from './source-applied.ts';
 
 export const CONTROL_OFFSETS_PREFIX = 'icefloe.control-offsets.';
 export const CONTROL_TOPIC_ID_PREFIX = 'icefloe.control-topic-id.';
@@ -81,6 +81,8 @@ export type PositionsRead =
       readonly snapshotId: bigint;
       /** Its `icefloe.source-applied.<connector>` value, undecoded (source-applied.ts). */
       readonly sourceApplied?: string;
+      /** Its `icefloe.source-topic-ids.<connector>` value, undecoded (absent in snapshots of older versions). */
+      readonly sourceTopicIds?: string;
     }
   | { readonly kind: 'fresh' }
   | {
@@ -175,6 +177,7 @@ export function readControlPositions(md: TableMetadata, connector: string, live:
     ...(validThroughTs === undefined ? {} : { validThroughTs }),
     snapshotId: snap.snapshotId,
     ...(snap.summary[sourceAppliedKey(connector)] === undefined ? {} : { sourceApplied: snap.summary[sourceAppliedKey(connector)] as string }),
+    ...(snap.summary[sourceTopicIdsKey(connector)] === undefined ? {} : { sourceTopicIds: snap.summary[sourceTopicIdsKey(connector)] as string }),
   };
 }
 

@@ -41,7 +41,8 @@ import { commitIdPrefix, controlOffsetsKey, controlTopicIdKey, decodePositions, 
 import type { ControlIdentity, PositionsRead } from './control-positions.ts';
 import { adoptedKey, appliedThroughFor, controlGroupId, encodeReapplyMark, reapplyKey } from './connector-position.ts';
 import { readConnectorPositions } from './position-store.ts';
-import { encodeSourceApplied, sourceAppliedKey } from './source-applied.ts';
+import { encodeSourceApplied, encodeSourceTopicIds, sourceAppliedKey, sourceTopicIdsKey, vouchedFor } from './source-applied.ts';
+import type { SourceLogs } from './source-applied.ts';
 import { connectorTopics, highestApplied } from './source-holdings.ts';
 import { sourceKey } from './watermark.ts';
 
@@ -107,12 +108,16 @@ export async function runPositionsTool(deps: PositionsToolDeps, tableName: strin
     return report(`marked: the committer applies the table's announcements again from its positions (snapshot ${read.snapshotId}) up to ${encodePositions(through)}`, after);
   }
   if (options.holdsGroupOffsets === true && action !== 'adopt') throw new ConfigError('--holds-group-offsets goes with --adopt');
-  const holds = highestApplied(table.metadata.snapshots, connector.name); // kept as a guard
+  // Kept as a guard, but only what the live source logs vouch for: offsets of a deleted and recreated topic
+  // (or of a log that no longer reaches them) name other records now (source-applied.ts, N1).
+  const logs = await liveSourceLogs(admin, connector);
+  const holds = vouchedFor(highestApplied(table.metadata.snapshots, connector.name), logs);
   if (options.holdsGroupOffsets === true) {
     for (const topic of await connectorTopics(admin, connector)) {
+      const topicId = logs.topicIds.get(topic);
       for (const o of await admin.groupOffsets(connector.groupId, topic)) {
         const k = sourceKey(topic, o.partition);
-        if (o.offset > 0n && o.offset - 1n > (holds.get(k)?.last ?? -1n)) holds.set(k, { topic, partition: o.partition, last: o.offset - 1n });
+        if (o.offset > 0n && o.offset - 1n > (holds.get(k)?.last ?? -1n)) holds.set(k, { topic, partition: o.partition, last: o.offset - 1n, ...(topicId === undefined ? {} : { topicId }) });
       }
     }
   }
@@ -121,7 +126,7 @@ export async function runPositionsTool(deps: PositionsToolDeps, tableName: strin
   const outcome = await appendFiles({ catalog: deps.catalog, store: deps.store }, id, {
     commitId,
     files: [],
-    summary: { ...positionsSummary(connector.name, adopted, live), [adoptedKey(connector.name)]: encodePositions(adopted), [sourceAppliedKey(connector.name)]: encodeSourceApplied(holds) },
+    summary: { ...positionsSummary(connector.name, adopted, live), [adoptedKey(connector.name)]: encodePositions(adopted), [sourceAppliedKey(connector.name)]: encodeSourceApplied(holds), [sourceTopicIdsKey(connector.name)]: encodeSourceTopicIds(holds) },
     branch,
     // Asserts the positions it adopted from: another commit in between means the operator decides again.
     isCurrent: (t) => sameRead(readControlPositions(t.metadata, connector.name, live, branch), read),
@@ -161,4 +166,15 @@ function sameRead(a: PositionsRead, b: PositionsRead): boolean {
 function describeRead(read: PositionsRead): Record<string, string> | string {
   if (read.kind !== 'positions') return read.kind;
   return Object.fromEntries([...read.positions].map(([p, o]) => [String(p), o.toString()]));
+}
+
+/** Each of the connector's source topics' live id and log ends (a topic that cannot be described vouches for nothing). */
+async function liveSourceLogs(admin: KafkaAdmin & GroupAdmin, connector: ConnectorConfig): Promise<SourceLogs> {
+  const topicIds = new Map<string, string>();
+  const ends = new Map<string, { low: bigint; high: bigint }>();
+  for (const topic of await connectorTopics(admin, connector)) {
+    topicIds.set(topic, await admin.topicId(topic));
+    for (const m of await admin.watermarks(topic)) ends.set(sourceKey(topic, m.partition), { low: m.low, high: m.high });
+  }
+  return { topicIds, ends };
 }

@@ -34,8 +34,8 @@ import { commitIdPrefix, controlOffsetsKey, readControlPositions } from './contr
 import type { ControlIdentity } from './control-positions.ts';
 import { controlGroupId } from './connector-position.ts';
 import { readConnectorPositions } from './position-store.ts';
-import { decodeSourceApplied, sourceAppliedKey } from './source-applied.ts';
-import type { SourceApplied } from './source-applied.ts';
+import { decodeSourceApplied, sourceAppliedKey, sourceTopicIdsKey } from './source-applied.ts';
+import type { AppliedEntry, SourceApplied } from './source-applied.ts';
 import { sourceKey } from './watermark.ts';
 
 export const REPLAYED_PREFIX = 'icefloe.replayed.';
@@ -87,13 +87,13 @@ export function tableHolds(md: TableMetadata, connector: string, live: ControlId
 }
 
 /** The highest source offsets applied over `snapshots` (a malformed value adds nothing). */
-export function highestApplied(snapshots: readonly Snapshot[], connector: string): Map<string, { topic: string; partition: number; last: bigint }> {
-  const out = new Map<string, { topic: string; partition: number; last: bigint }>();
+export function highestApplied(snapshots: readonly Snapshot[], connector: string): Map<string, AppliedEntry> {
+  const out = new Map<string, AppliedEntry>();
   for (const s of snapshots) {
     const text = s.summary[sourceAppliedKey(connector)];
     if (text === undefined) continue;
     try {
-      for (const [k, v] of decodeSourceApplied(text)) if (v.last > (out.get(k)?.last ?? -1n)) out.set(k, v);
+      for (const [k, v] of decodeSourceApplied(text, s.summary[sourceTopicIdsKey(connector)])) if (v.last > (out.get(k)?.last ?? -1n)) out.set(k, v);
     } catch {
       // a malformed old snapshot adds nothing
     }

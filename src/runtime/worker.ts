@@ -43,7 +43,7 @@ import type { ConnectorConfig } from '../config/connector-config.ts';
 import type { ConnectorCommitter } from '../coordinate/committer.ts';
 import { CommitterLoop } from '../coordinate/committer-loop.ts';
 import { connectorHealth } from '../coordinate/connector-health.ts';
-import type { HealthVerdict, TableHealth } from '../coordinate/connector-health.ts';
+import type { CommitterHealthInput, HealthVerdict, TableHealth } from '../coordinate/connector-health.ts';
 import { restartable } from './task.ts';
 import { isFenced } from '../consume/port.ts';
 
@@ -95,6 +95,14 @@ export interface WorkerDeps {
   readonly restartFenced?: boolean;
   /** A task of a connector whose committer runs elsewhere announced a cycle (distributed mode: a wake-up job). */
   readonly onAnnounced?: (connector: string) => void;
+  /**
+   * Distributed mode: the worker holding the connector's committer seat (its Redis lease), or null when
+   * none does. Asked by a worker that runs tasks of the connector without its committer: a seat vacant for
+   * long fails them like a failing committer (N4). Rejects when it cannot tell (counted as vacant).
+   */
+  readonly committerHolder?: (connector: string) => Promise<string | null>;
+  /** How often the connector's health is checked between committer rounds (default HEALTH_CHECK_MS). */
+  readonly healthCheckMs?: number;
 }
 
 /** An open committer and what closes it. */
@@ -111,6 +119,8 @@ export interface ConnectorShare {
 }
 
 const HEALTH_CHECK_MS = 5_000;
+/** The key of the committer-as-a-whole alarm among a connector's alarmed tables (no table is named so). */
+const COMMITTER_ALARM = '\u0000committer';
 const COMMITTER_SEAT_RETRY_MS = 1_000;
 const DEFAULT_TASK_SHUTDOWN_TIMEOUT_MS = 30_000;
 /** From 1 s to 5 min between restarts of one task. */
@@ -193,6 +203,12 @@ interface RunningConnector {
   readonly alarmed: Set<string>;
   /** Checks the ages between rounds too: one round can take long (a commit retried for minutes). */
   readonly healthTimer: NodeJS.Timeout;
+  /** A cluster's connector whose committer runs elsewhere: since when no worker holds its seat (or this one cannot tell). */
+  vacantSinceMs?: number | undefined;
+  /** What the last seat check saw, for the failure's message. */
+  vacantDetail?: string;
+  /** A seat check in flight (one at a time). */
+  seatProbe?: Promise<void> | undefined;
 }
 
 export interface ConnectorStatus {
@@ -240,7 +256,7 @@ export class StandaloneWorker {
     const { retentionMs } = await this.d.prepareConnector(connector);
     const running: RunningConnector = { config: connector, tasks: [], wantsCommitter: share.committer, seatRetried: options.share !== undefined, seat: undefined, seatTimer: undefined, seatChain: Promise.resolve(),
       paused: options.paused === true, stopping: false, retentionMs, health: { tables: [] }, failure: undefined, alarmed: new Set(),
-      healthTimer: setInterval(() => this.checkHealth(running, log), HEALTH_CHECK_MS).unref() };
+      healthTimer: setInterval(() => this.checkHealth(running, log), this.d.healthCheckMs ?? HEALTH_CHECK_MS).unref() };
     // Standalone: a committer that cannot open fails the start (the connector is FAILED with the reason). In
     // a cluster (an explicit share) its seat is retried: the lease may be held elsewhere for a while.
     if (share.committer) await this.openSeat(running, log, !running.seatRetried);
@@ -314,7 +330,7 @@ export class StandaloneWorker {
         return;
       }
       const { committer, close } = opened;
-      const loop = new CommitterLoop(committer, { intervalMs: c.config.control.commitIntervalMs, log, afterRound: () => this.checkHealth(c, log) });
+      const loop = new CommitterLoop(committer, { intervalMs: c.config.control.commitIntervalMs, log, afterRound: () => this.checkHealth(c, log), nowMs: this.now });
       c.seat = { committer, close, loop };
       opened.onLost?.((reason) => {
         log.warn('committer seat lost: its rounds stop at once; another worker commits', { reason });
@@ -561,9 +577,23 @@ export class StandaloneWorker {
    * table stopped or its oldest unapplied announcement nears the control topic's retention.
    */
   private checkHealth(c: RunningConnector, log: Logger): void {
-    if (c.seat === undefined) return; // the committer runs elsewhere: its worker judges the tables
-    const health = connectorHealth(c.config.name, c.config.control, c.retentionMs, c.seat.committer.tableStatus(), this.now());
+    const whole = this.committerAsAWhole(c, log);
+    // The committer runs elsewhere: its worker judges the tables; here only whether the seat is held.
+    if (c.seat === undefined && whole === undefined) return;
+    const health = connectorHealth(c.config.name, c.config.control, c.retentionMs, c.seat?.committer.tableStatus() ?? [], this.now(), whole);
     c.health = health;
+    if (health.committer?.retentionAlarm === true && !c.alarmed.has(COMMITTER_ALARM)) {
+      c.alarmed.add(COMMITTER_ALARM);
+      log.error(`retention alarm: ${health.committer.kind === 'failing' ? 'the committer has not got through a round' : 'no worker holds the committer seat'} for long for the control topic's retention; fix it before the connector stops`, {
+        sinceMs: whole?.sinceMs,
+        detail: whole?.detail,
+        retentionMs: c.retentionMs,
+        alarmRatio: c.config.control.retentionAlarmRatio,
+        stopRatio: c.config.control.retentionStopRatio,
+      });
+    } else if (health.committer?.retentionAlarm !== true && c.alarmed.delete(COMMITTER_ALARM)) {
+      log.info('retention alarm cleared', { committer: true });
+    }
     for (const t of health.tables) {
       if (t.retentionAlarm && !c.alarmed.has(t.table)) {
         c.alarmed.add(t.table);
@@ -580,6 +610,38 @@ export class StandaloneWorker {
     }
     if (health.failure === undefined || c.failure !== undefined) return;
     this.failConnector(c, health.failure, log);
+  }
+
+  /**
+   * The committer as a whole when it does not get through (N4): its rounds failing here, or, where it runs
+   * elsewhere (a cluster), its seat vacant. Every worker running tasks of the connector checks the seat
+   * itself: the worker that should hold it may be the one that is gone or cut off, and each worker's tasks
+   * acknowledge records on their own. The check runs in the background (one at a time); its answer counts
+   * from the next health check. A check that cannot tell counts as vacant: the ratios leave days.
+   */
+  private committerAsAWhole(c: RunningConnector, log: Logger): CommitterHealthInput | undefined {
+    if (c.seat !== undefined) {
+      c.vacantSinceMs = undefined;
+      const f = c.seat.loop.failing;
+      return f === undefined ? undefined : { kind: 'failing', sinceMs: f.unappliedSinceMs, detail: f.error };
+    }
+    const holder = this.d.committerHolder;
+    if (holder === undefined || c.tasks.length === 0 || c.stopping) return undefined;
+    c.seatProbe ??= holder(c.config.name).then(
+      (h) => {
+        if (h !== null) c.vacantSinceMs = undefined;
+        else if (c.vacantSinceMs === undefined) {
+          c.vacantSinceMs = this.now();
+          c.vacantDetail = 'no worker holds its lease';
+          log.warn('no worker holds the connector\'s committer seat; this worker\'s tasks fail if it stays vacant for long', { retentionMs: c.retentionMs, stopRatio: c.config.control.retentionStopRatio });
+        }
+      },
+      (e: unknown) => {
+        c.vacantSinceMs ??= this.now();
+        c.vacantDetail = `the lease cannot be read: ${errorMessage(e)}`;
+      },
+    ).finally(() => (c.seatProbe = undefined));
+    return c.vacantSinceMs === undefined ? undefined : { kind: 'vacant', sinceMs: c.vacantSinceMs, detail: c.vacantDetail ?? 'vacant' };
   }
 
   /**

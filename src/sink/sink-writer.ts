@@ -162,6 +162,8 @@ export class SinkWriter implements CycleWriter {
   private readonly skips = new SkipLedger();
   /** This cycle's dead-letter topic records, taken by the channel into the cycle's transaction. */
   private letters: OutgoingRecord[] = [];
+  /** Files of tables completed by a `complete()` that failed at a later table: never announced, returned by `abort()`. */
+  private completedUnannounced: string[] = [];
   /** The dead-letter table's sink once opened, and the probe of its partition values when it is partitioned. */
   private deadLetterSink: TableSink | undefined;
   /** The opening in progress: a record's failed copies are dead-lettered at once, and must share one sink. */
@@ -239,10 +241,17 @@ export class SinkWriter implements CycleWriter {
     this.absentNamespaces.clear();
     await this.checkTablesCurrent();
     const out: CycleTableFiles[] = [];
-    for (const sink of this.allSinks()) {
-      if (sink.records === 0) continue;
-      const c = await sink.complete();
-      out.push({ table: c.table.identifier, tableUuid: c.table.metadata.tableUuid, schemaId: c.schemaId, specId: c.specId, files: c.files, spans: c.spans });
+    try {
+      for (const sink of this.allSinks()) {
+        if (sink.records === 0) continue;
+        const c = await sink.complete();
+        out.push({ table: c.table.identifier, tableUuid: c.table.metadata.tableUuid, schemaId: c.schemaId, specId: c.specId, files: c.files, spans: c.spans });
+      }
+    } catch (e) {
+      // A later table's upload failed: the earlier tables' files left their sinks already and the channel
+      // never gets them. Kept for abort() to return, so the abandoned cycle leaves no file behind (N7).
+      this.completedUnannounced.push(...out.flatMap((t) => t.files.map((f) => f.filePath)));
+      throw e;
     }
     return out;
   }
@@ -288,7 +297,8 @@ export class SinkWriter implements CycleWriter {
 
   /** Drops every table's unannounced records and files; tables are loaded afresh afterwards. */
   async abort(reason: unknown): Promise<string[]> {
-    const orphans: string[] = [];
+    const orphans: string[] = this.completedUnannounced;
+    this.completedUnannounced = [];
     for (const sink of this.allSinks()) orphans.push(...(await sink.abort(reason)));
     this.sinks.clear();
     this.deadLetterSink = undefined;

@@ -232,6 +232,9 @@ export class TableSink {
   /** Records appended in the current cycle. */
   records = 0;
 
+  /** Files closed by a `complete()` that failed part-way: never announced, returned by `abort()`. */
+  private closedUnannounced: string[] = [];
+
   private readonly opts: TableSinkOptions;
   private readonly layout: ColumnLayout;
   private readonly writeConfig: WriteConfig;
@@ -364,10 +367,19 @@ export class TableSink {
     return { writer, sink: new MetadataSink(writer.appender, this.metaAppenders) };
   }
 
-  /** Closes every writer (uploading the open files) and hands over the cycle's files and source spans. */
+  /**
+   * Closes every writer (uploading the open files) and hands over the cycle's files and source spans. When
+   * one writer fails, the files the writers before it closed have left their bookkeeping already: they are
+   * kept here for `abort()` to return, so a cycle that fails part-way leaves no file behind (N7).
+   */
   async complete(): Promise<CycleFiles> {
     const files: DataFile[] = [];
-    for (const pw of this.writers) files.push(...(await pw.writer.close()));
+    try {
+      for (const pw of this.writers) files.push(...(await pw.writer.close()));
+    } catch (e) {
+      this.closedUnannounced.push(...files.map((f) => f.filePath));
+      throw e;
+    }
     const spans: SourceSpan[] = [...this.spans.values()].map((s) => ({
       topic: s.topic,
       partition: s.partition,
@@ -382,7 +394,8 @@ export class TableSink {
 
   /** Drops everything buffered or open; returns files already uploaded that will never be announced. */
   async abort(reason: unknown): Promise<string[]> {
-    const abandoned: string[] = [];
+    const abandoned: string[] = this.closedUnannounced;
+    this.closedUnannounced = [];
     for (const pw of this.writers) {
       abandoned.push(...(await pw.writer.abort(reason).catch(() => [])));
       pw.writer.appender.release();

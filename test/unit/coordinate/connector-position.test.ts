@@ -197,27 +197,30 @@ test('R: carried in C\'s commit metadata, recomputed every round, never below C,
 });
 
 test('D1 defence: an announcement wholly covered by applied source offsets is passed; a partial overlap stops the table', () => {
+  // The live source log vouches for what was applied (same topic id, the log reaches it: source-applied.ts, N1).
+  const sourceLogs = { topicIds: new Map([['orders', 'orders-id']]), ends: new Map([['orders/0', { low: 0n, high: 200n }]]) };
   const log = new ControlLog(1);
   log.transaction(0, [announcement(0, 'c1', [file('a')], [span('orders', 0, 0n, 99n)])]);
-  const md = apply(emptyTable(), plan(emptyTable(), log.read(new Map())));
+  const md = apply(emptyTable(), plan(emptyTable(), log.read(new Map()), { sources: { logs: sourceLogs } }));
   // A zombie's late announcement of the same records, then the live task's next cycle.
   log.transaction(0, [announcement(1, 'z1', [file('zombie')], [span('orders', 0, 0n, 99n)])]);
   log.transaction(0, [announcement(0, 'c2', [file('b')], [span('orders', 0, 100n, 149n)])]);
-  const p = plan(md, log.read(new Map([[0, 2n]])));
+  const p = plan(md, log.read(new Map([[0, 2n]])), { sources: { logs: sourceLogs } });
   assert.deepEqual(paths(p), ['b'], 'the covered announcement\'s file is not committed');
   assert.equal(p.kind === 'commit' ? p.dropped.length : -1, 1);
   assert.equal(p.kind === 'commit' ? p.positions.get(0) : undefined, 5n, 'its position is passed');
   assert.equal(p.kind === 'commit' ? p.summary['icefloe.source-applied.orders-sink'] : undefined, '{"orders":{"0":149}}');
+  assert.equal(p.kind === 'commit' ? p.summary['icefloe.source-topic-ids.orders-sink'] : undefined, '{"orders":"orders-id"}');
   // With two control partitions the order across them is not guaranteed: a covered one stops instead of being dropped.
-  const two = plan(md, log.read(new Map([[0, 2n]])), { logStartOffsets: new Map([[0, 0n], [1, 0n]]) });
+  const two = plan(md, log.read(new Map([[0, 2n]])), { logStartOffsets: new Map([[0, 0n], [1, 0n]]), sources: { logs: sourceLogs } });
   assert.equal(code(two), 'source-overlap');
   assert.match(two.kind === 'stopped' ? two.reason.message : '', /2 control partitions/);
   // Partial: 50..120 overlaps 0..99 applied and brings 100..120 new.
   const partial = new ControlLog(1);
   partial.transaction(0, [announcement(0, 'c1', [file('a')], [span('orders', 0, 0n, 99n)])]);
-  const t = apply(emptyTable(), plan(emptyTable(), partial.read(new Map())));
+  const t = apply(emptyTable(), plan(emptyTable(), partial.read(new Map()), { sources: { logs: sourceLogs } }));
   partial.transaction(0, [announcement(1, 'z', [file('z')], [span('orders', 0, 50n, 120n)])]);
-  const q = plan(t, partial.read(new Map([[0, 2n]])));
+  const q = plan(t, partial.read(new Map([[0, 2n]])), { sources: { logs: sourceLogs } });
   assert.equal(code(q), 'source-overlap');
   assert.match(q.kind === 'stopped' ? q.reason.message : '', /50\.\.120.*through 99/);
   // Within one round, two announcements of the same records: the second is passed.

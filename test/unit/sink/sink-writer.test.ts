@@ -142,3 +142,36 @@ test('a table whose namespace is missing: auto-create makes both; with auto-crea
     return true;
   });
 });
+
+test('N7: a cycle whose upload fails part-way leaves no file behind: abort() returns what the earlier tables and writers already uploaded', async () => {
+  let failing = true;
+  const store = new MemoryObjectStore({
+    beforeOperation: (op, location) => {
+      // db.b's last writer (region apac) cannot upload: db.a's files and db.b's other writers' are stored by then.
+      if (failing && op === 'put' && location.endsWith('.parquet') && location.includes('/b/') && location.includes('region=apac')) throw new Error('S3 unreachable (injected)');
+    },
+  });
+  const catalog = new SqlCatalog({ name: 'unit', driver: new SqliteDriver({ path: ':memory:' }), store, warehouse: 'memory://warehouse' });
+  await catalog.createNamespace(['db']);
+  const c = connector({ 'iceberg.tables': 'db.a,db.b', 'iceberg.tables.default-partition-by': 'region' });
+  const format = valueFormat(c.valueConverter as NonNullable<ConnectorConfig['valueConverter']>, undefined, { caseInsensitive: false, forceOptional: true });
+  const writer = new SinkWriter({ connector: c, taskId: 0, catalog, store, format, keyConverter: 'string', log: recordingLogger([]), endCycle: () => Promise.resolve(true) });
+  for (let i = 0; i < 30; i++) assert.equal(await writer.write(record(order(i))), 'written');
+  const dataFiles = async (): Promise<string[]> => {
+    const out: string[] = [];
+    for await (const o of store.list('memory://warehouse')) if (o.location.endsWith('.parquet')) out.push(o.location);
+    return out.sort();
+  };
+  const failure = await writer.complete().then(() => undefined, (e: unknown) => e);
+  assert.ok(failure instanceof Error, 'the cycle fails');
+  const uploaded = await dataFiles();
+  assert.equal(uploaded.length, 5, `db.a's three files and db.b's eu and us files are in the store: ${uploaded.join(', ')}`);
+  const orphans = await writer.abort(failure);
+  assert.deepEqual([...orphans].sort(), uploaded, 'every file already uploaded is handed back, for the channel to delete');
+  assert.deepEqual(await writer.abort(failure), [], 'once');
+  // The next cycle starts clean: the records written again land in files of their own.
+  failing = false;
+  for (let i = 0; i < 3; i++) assert.equal(await writer.write(record(order(i))), 'written');
+  const cycle = await writer.complete();
+  assert.equal(cycle.flatMap((t) => t.files).length, 6);
+});
