@@ -174,11 +174,17 @@ export type TablePlan =
   | (PlanCommon & { readonly kind: 'nothing'; readonly positions: ControlPositions; readonly waiting: number })
   | (PlanCommon & { readonly kind: 'stopped'; readonly reason: StopReason; readonly positions: ControlPositions });
 
-/** `icefloe:<connector>:<32 hex>` from (connector, table, per control partition first/last offsets applied). */
-export function commitIdFor(connector: string, table: TableRef, ranges: ReadonlyMap<number, { first: bigint; last: bigint }>): string {
+/**
+ * `icefloe:<connector>:<32 hex>` from (connector, table, the control topic's id, per control partition
+ * first/last offsets applied). The topic id makes it an id of this log's announcements: a recreated control
+ * topic starts again at offset 0, and its first commit must not be taken for the old log's (found in the
+ * ancestry as `already-applied`, its files never committed).
+ */
+export function commitIdFor(connector: string, table: TableRef, ranges: ReadonlyMap<number, { first: bigint; last: bigint }>, controlTopicId: string): string {
   const canonical = stringifyJson([
     connector,
     [...table.namespace, table.name],
+    controlTopicId,
     [...ranges].sort((a, b) => a[0] - b[0]).map(([p, r]) => [p, r.first, r.last]),
   ]);
   return commitIdPrefix(connector) + createHash('sha256').update(canonical).digest('hex').slice(0, 32);
@@ -216,9 +222,11 @@ function positionsStop(read: PositionsRead, table: string): StopReason | undefin
       return stop(
         'positions-identity-mismatch',
         `${table}: the stored control positions belong to control topic ${String(read.stored.controlTopicId)} on cluster ${String(read.stored.clusterId)}, ` +
-          `but the live ones are ${read.live.controlTopicId} on ${read.live.clusterId} (topic recreated or cluster failover); re-seed them with "icefloe positions WORKER.properties CONNECTOR.json --table ${table} --adopt" (docs/sink.md)`,
+          `but the live ones are ${read.live.controlTopicId} on ${read.live.clusterId} (topic recreated or cluster failover); they say nothing of the live log, and this stopped table holds the connector position at the start of it. ` +
+          `"icefloe positions WORKER.properties CONNECTOR.json --table ${table} --adopt" starts the table there, so every announcement the tasks made on the live topic is applied; ` +
+          `announcements the old topic held that the table had not applied are gone with it: compare the table's icefloe.source-offsets.<connector> with the source offsets the tasks committed before the change (docs/sink.md)`,
         {},
-        { stored: read.stored, live: read.live, snapshotId: read.snapshotId },
+        { stored: read.stored, storedPositions: Object.fromEntries([...read.positions].map(([p, o]) => [String(p), o.toString()])), live: read.live, snapshotId: read.snapshotId },
       );
     case 'expired':
       return stop(
@@ -245,8 +253,10 @@ function positionsStop(read: PositionsRead, table: string): StopReason | undefin
 /** Plans one commit of one table. Pure: same input, same plan. */
 export function planTableCommit(input: TableCommitInput): TablePlan {
   const tableName = tableRefString(input.table);
-  const base: ControlPositions =
-    input.positions.kind === 'positions' || input.positions.kind === 'identity-mismatch' ? input.positions.positions : new Map();
+  // Positions stored for another control topic or cluster (identity-mismatch) say nothing of the live log: a
+  // stopped table's needs would otherwise carry offsets of the old log to the new one (C moved past what the
+  // tasks announced there, review N10). They stay in the stop reason's context.
+  const base: ControlPositions = input.positions.kind === 'positions' ? input.positions.positions : new Map();
   let eff: ControlPositions = base;
   const stopped = (reason: StopReason, oldest?: number): TablePlan => ({
     kind: 'stopped',
@@ -628,7 +638,7 @@ function commitPlan(
   };
   return {
     kind: 'commit',
-    commitId: commitIdFor(connector, table, ranges),
+    commitId: commitIdFor(connector, table, ranges, input.live.controlTopicId),
     files: source.kept.flatMap((c) => c.announcement.files),
     positions,
     applied: source.kept.map(appliedOf),

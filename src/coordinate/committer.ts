@@ -110,6 +110,12 @@ export interface CommitRecord {
 
 const MAX_REPLANS = 5;
 const FILE_CHECK_CONCURRENCY = 16;
+/**
+ * The Kafka cluster id is read by a client of its own (a metadata round trip), so not every round: again
+ * when the control topic's id changed, after a round that failed (a reconnect may have landed on another
+ * cluster), and at least this often.
+ */
+const CLUSTER_ID_REFRESH_MS = 5 * 60_000;
 export class ConnectorCommitter {
   /** Every commit made, for metrics and the benchmark (bounded: the last 10,000). */
   readonly commits: CommitRecord[] = [];
@@ -124,6 +130,14 @@ export class ConnectorCommitter {
   private readonly tables = new Map<string, TableRef>();
   private readonly status = new Map<string, TableCommitStatus>();
   private clusterId: string | undefined;
+  private clusterIdReadMs = 0;
+  /**
+   * The log (control topic id, cluster id) that the read cursor, the buffer, C and `appliedBefore` belong
+   * to; undefined before the first round. Another identity means another log: all of them start over.
+   */
+  private logIdentity: ControlIdentity | undefined;
+  /** Set while a round runs; still set when the next one starts means the last one threw. */
+  private roundOpen = false;
   private readonly existing = new Set<string>();
   /** Consecutive failed rounds per table (for the log; the table is retried every round). */
   private readonly failures = new Map<string, number>();
@@ -190,6 +204,18 @@ export class ConnectorCommitter {
     const live = await this.identity();
     this.step('identity');
     const logStart = await this.control.readNew(() => this.startPositions(live));
+    // The topic may have been recreated between the identity check and the read, and the records read then
+    // taken for the old log's (applied under its identity, and again after the recovery): topic ids never
+    // repeat, so the same id after the read proves every read of this round was of one log.
+    const after = await this.d.admin.topicId(this.d.connector.control.topic);
+    if (after !== live.controlTopicId) {
+      this.forgetLog(live, { ...live, controlTopicId: after });
+      // The next round reads the identity afresh (the cluster id too) and starts on the new log.
+      this.logIdentity = undefined;
+      this.clusterId = undefined;
+      this.roundOpen = false;
+      return [];
+    }
     this.step('controlRead');
     const sources = await this.sourceKnowledge();
     this.step('sourceOffsets');
@@ -260,6 +286,7 @@ export class ConnectorCommitter {
       // lowest position any table needs (startPositions) in the next round; parked tables are read again too.
       this.control.restart();
     }
+    this.roundOpen = false;
     return made;
   }
 
@@ -314,9 +341,37 @@ export class ConnectorCommitter {
     return oldest;
   }
 
+  /**
+   * The live identity, read every round. A control topic id other than the last round's means the topic was
+   * deleted and recreated (or the cluster failed over: another cluster's topic has its own id): the cursor,
+   * the buffer, C and what was seen applied belong to the old log and start over on the new one (review
+   * N10). The tables whose positions refer to the old log then stop with positions-identity-mismatch.
+   */
   private async identity(): Promise<ControlIdentity> {
-    this.clusterId ??= await this.d.admin.clusterId();
-    return { clusterId: this.clusterId, controlTopicId: await this.d.admin.topicId(this.d.connector.control.topic) };
+    const failedBefore = this.roundOpen;
+    this.roundOpen = true;
+    const controlTopicId = await this.d.admin.topicId(this.d.connector.control.topic);
+    const prior = this.logIdentity;
+    if (this.clusterId === undefined || failedBefore || prior?.controlTopicId !== controlTopicId || this.now() - this.clusterIdReadMs >= CLUSTER_ID_REFRESH_MS) {
+      this.clusterId = await this.d.admin.clusterId();
+      this.clusterIdReadMs = this.now();
+    }
+    const live: ControlIdentity = { clusterId: this.clusterId, controlTopicId };
+    if (prior !== undefined && (prior.controlTopicId !== live.controlTopicId || prior.clusterId !== live.clusterId)) this.forgetLog(prior, live);
+    this.logIdentity = live;
+    return live;
+  }
+
+  /** The control topic is another log now: nothing read of the old one, nor C, may be carried to it. */
+  private forgetLog(prior: ControlIdentity, now: ControlIdentity): void {
+    this.log.error('the control topic is another log now (deleted and recreated, or a failover to another cluster): the committer reads it from its start and seeds the connector position on it; tables whose positions refer to the old log stop (positions-identity-mismatch)', {
+      topic: this.d.connector.control.topic,
+      before: prior,
+      now,
+    });
+    this.control.restart();
+    this.connectorPositions = undefined;
+    this.appliedBefore.clear();
   }
 
   /** Learns from this connector's events as they are read: its tables (dynamic routing) and the watermark's reports. */
