@@ -138,6 +138,13 @@ export class ConnectorCommitter {
   private logIdentity: ControlIdentity | undefined;
   /** Set while a round runs; still set when the next one starts means the last one threw. */
   private roundOpen = false;
+  /**
+   * Dynamic routing only: per control partition, records deleted before this committer read them and before
+   * C vouched for them ([from, to)). A table whose announcements were all among them is unknown here, so no
+   * table can stop for it: the connector stops (a status entry of its own) and C stays at `from`, so a
+   * restart finds it again, until an operator acknowledges it (review N3).
+   */
+  private readonly gaps = new Map<number, { readonly from: bigint; readonly to: bigint }>();
   private readonly existing = new Set<string>();
   /** Consecutive failed rounds per table (for the log; the table is retried every round). */
   private readonly failures = new Map<string, number>();
@@ -172,13 +179,48 @@ export class ConnectorCommitter {
   }
 
   tableStatus(): TableCommitStatus[] {
-    return [...this.status.values()]
-      .map((s) => {
-        const ref = this.tables.get(s.table);
-        const branch = ref === undefined ? 'main' : this.branchOf(ref);
-        return branch === 'main' ? s : { ...s, branch };
-      })
-      .sort((a, b) => (a.table < b.table ? -1 : 1));
+    return [
+      ...this.gapStatus(),
+      ...[...this.status.values()]
+        .map((s) => {
+          const ref = this.tables.get(s.table);
+          const branch = ref === undefined ? 'main' : this.branchOf(ref);
+          return branch === 'main' ? s : { ...s, branch };
+        })
+        .sort((a, b) => (a.table < b.table ? -1 : 1)),
+    ];
+  }
+
+  /**
+   * A gap (see `gaps`) as the status of the tables nobody knows: STOPPED, so the worker fails the tasks as
+   * for a stopped table (connector-health.ts), with the gap and the recovery in the reason.
+   */
+  private gapStatus(): TableCommitStatus[] {
+    const first = [...this.gaps].sort((a, b) => a[0] - b[0])[0];
+    if (first === undefined) return [];
+    const [partition, g] = first;
+    const { topic, groupIdPrefix } = this.d.connector.control;
+    const group = controlGroupId(groupIdPrefix, this.d.connector.name);
+    const message =
+      `control topic ${topic} partition ${partition}: records ${g.from} to ${g.to - 1n} were deleted (retention) before this connector's committer read them or its position vouched for them; ` +
+      `with dynamic routing a table whose announcements were all among them is unknown to the committer, so they may be lost with no table to stop. ` +
+      `Re-deliver what they may have carried (reset the consumer group connect-${this.d.connector.name} to before those cycles, where the tables' icefloe.source-offsets.${this.d.connector.name} show it), ` +
+      `then acknowledge: stop the worker, delete the connector position's group (kafka-consumer-groups --delete --group ${group}) and start it; the position is seeded at the log start (docs/sink.md)`;
+    const reason: StopReason = { code: 'control-records-lost', message, partition, offset: g.from, context: { logStartOffset: g.to, partitions: Object.fromEntries([...this.gaps].map(([p, x]) => [String(p), { from: x.from, to: x.to }])) } };
+    return [{ table: `(unknown tables of control topic ${topic})`, state: 'STOPPED', reason }];
+  }
+
+  /** Records below the log start that nothing vouched for: remembered and logged once per range (dynamic routing). */
+  private noteGap(partition: number, from: bigint, to: bigint): void {
+    const prior = this.gaps.get(partition);
+    const next = { from: prior === undefined || from < prior.from ? from : prior.from, to: prior === undefined || to > prior.to ? to : prior.to };
+    this.gaps.set(partition, next);
+    if (prior?.from === next.from && prior.to === next.to) return;
+    this.log.error('control records were deleted before the committer read them: with dynamic routing the tables they may have announced are unknown; the connector stops until an operator acknowledges it', {
+      partition,
+      from: next.from.toString(),
+      logStart: next.to.toString(),
+    });
   }
 
   controlStatus(): ControlReadStatus {
@@ -216,6 +258,8 @@ export class ConnectorCommitter {
       this.roundOpen = false;
       return [];
     }
+    if (this.d.connector.tables.routing.kind === 'dynamic') for (const g of this.control.takeSkipped()) this.noteGap(g.partition, g.from, g.to);
+    else this.control.takeSkipped(); // every table is known: each compares its own position with the log start
     this.step('controlRead');
     const sources = await this.sourceKnowledge();
     this.step('sourceOffsets');
@@ -278,7 +322,7 @@ export class ConnectorCommitter {
     if (!keepBuffer) this.control.trim(trimAt, stopped);
     // C may not pass what a stopped or parked table still needs, even when the buffer no longer holds it.
     const appliedThrough = new Map(trimAt);
-    for (const from of [...stopped.map((t) => t.from), ...this.control.parkedFrom()]) for (const [p, o] of from) appliedThrough.set(p, min(appliedThrough.get(p) ?? o, o));
+    for (const from of [...stopped.map((t) => t.from), ...this.control.parkedFrom(), this.gapNeeds()]) for (const [p, o] of from) appliedThrough.set(p, min(appliedThrough.get(p) ?? o, o));
     // R: where every table but the excepted ones is (trimAt), whatever holds C back.
     await this.commitConnectorPosition(live, keepBuffer ? new Map() : appliedThrough, { through: trimAt, except });
     if (reread) {
@@ -374,6 +418,11 @@ export class ConnectorCommitter {
     this.appliedBefore.clear();
   }
 
+  /** Where C must stay while a gap is not acknowledged: at its start, so a restarted committer finds it again. */
+  private gapNeeds(): Map<number, bigint> {
+    return new Map([...this.gaps].map(([p, g]) => [p, g.from]));
+  }
+
   /** Learns from this connector's events as they are read: its tables (dynamic routing) and the watermark's reports. */
   private learn(event: ControlEvent): void {
     const connector = this.d.connector.name;
@@ -396,7 +445,14 @@ export class ConnectorCommitter {
     const c = await loadOrSeedConnectorPositions(this.positionStore(live), new Map(marks.map((m) => [m.partition, m.low])));
     this.connectorPositions = c;
     const routing = this.d.connector.tables.routing;
-    if (routing.kind === 'dynamic') return new Map();
+    if (routing.kind === 'dynamic') {
+      // Reading starts at the log start; what lies between C and it was deleted unread and unvouched for.
+      for (const m of marks) {
+        const at = c.get(m.partition)?.offset ?? 0n;
+        if (at < m.low) this.noteGap(m.partition, at, m.low);
+      }
+      return new Map();
+    }
     const from = new Map([...c].map(([p, e]) => [p, e.offset]));
     // The dead-letter table is one of the connector's tables like the routed ones (its rows are announced alike).
     const deadLetters = this.d.connector.errors.deadLetterTable;

@@ -1,0 +1,93 @@
+/**
+ * The connector position C compared with the control topic's log start (review commit-protocol-2 N3, N5,
+ * the L3 residuals), on memory fakes. With dynamic routing a committer learns its tables only from what it
+ * reads, so a table whose only announcements retention deleted is unknown to it: the gap between what C
+ * vouches for (or what was read) and the log start is found and the connector stops loudly, never clamped
+ * silently. With a re-seeded C (its offsets expired or deleted), each table's positions are compared with
+ * the log start. Rows are counted by Kafka coordinates.
+ */
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { CONTROL, expected, Rig, sortCoordinates, until } from '../runtime/rig.ts';
+
+const DYNAMIC = { 'iceberg.tables': '', 'iceberg.tables.dynamic-enabled': 'true', 'iceberg.tables.route-field': 't' };
+const GROUP = 'cg-control-orders-sink';
+
+let seq = 0;
+/** One task cycle of 10 records routed to `table` (source partition 0); returns their offsets. */
+async function cycle(rig: Rig, table: string): Promise<bigint[]> {
+  const produced = rig.kafka.produce('orders', 0, Array.from({ length: 10 }, () => ({ key: `k${seq}`, value: JSON.stringify({ n: seq++, t: table }), timestamp: 1_700_000_000_000 + seq })));
+  const task = rig.startTask(0);
+  await until('offsets committed', () => rig.committedOffset(0) === (produced.at(-1) ?? -1n) + 1n);
+  await task.stop();
+  return produced;
+}
+
+function deleteWholeLog(rig: Rig): void {
+  rig.kafka.deleteRecordsBefore(CONTROL, 0, rig.kafka.watermarks(CONTROL, 0).high);
+}
+
+function show(v: unknown): string {
+  return JSON.stringify(v, (_, x: unknown) => (typeof x === 'bigint' ? String(x) : x));
+}
+
+async function c(rig: Rig): Promise<bigint | undefined> {
+  return (await rig.kafka.createAdmin().groupOffsets(GROUP, CONTROL))[0]?.offset;
+}
+
+test('N3: dynamic routing, a restarted committer: a table whose only announcements retention deleted is never learned; the gap between C and the log start stops the connector, C stays, and a restart says it again', async (t) => {
+  const rig = await new Rig({ partitions: 1, config: DYNAMIC }).init();
+  t.after(() => rig.close());
+  const a1 = await cycle(rig, 'db.a');
+  await cycle(rig, 'db.b');
+  await rig.committer().round();
+  const applied = await c(rig);
+  // The committer is down: b's next cycle is announced, and retention deletes it before anyone applied it.
+  await cycle(rig, 'db.b');
+  deleteWholeLog(rig);
+
+  const restarted = rig.committer();
+  await restarted.round();
+  const stop = restarted.tableStatus().find((s) => s.state === 'STOPPED');
+  assert.equal(stop?.reason?.code, 'control-records-lost', show(restarted.tableStatus()));
+  assert.equal(stop?.reason?.partition, 0);
+  assert.equal(stop?.reason?.offset, applied);
+  assert.match(stop?.reason?.message ?? '', /cg-control-orders-sink/, 'the recovery is named');
+  assert.equal(await c(rig), applied, 'C does not pass the gap');
+  await restarted.round();
+  assert.equal(await c(rig), applied);
+
+  const again = rig.committer();
+  await again.round();
+  assert.equal(again.tableStatus().find((s) => s.state === 'STOPPED')?.reason?.code, 'control-records-lost', 'still loud after a restart');
+
+  // The documented acknowledgment: delete the connector position's group; C is seeded at the log start.
+  await rig.kafka.createAdmin().deleteGroup(GROUP);
+  const acknowledged = rig.committer();
+  await acknowledged.round();
+  assert.deepEqual(acknowledged.tableStatus().filter((s) => s.state === 'STOPPED'), []);
+  assert.equal(await c(rig), rig.kafka.watermarks(CONTROL, 0).high);
+  const a2 = await cycle(rig, 'db.a');
+  await acknowledged.round();
+  assert.deepEqual(acknowledged.tableStatus().filter((s) => s.state === 'STOPPED'), []);
+  assert.deepEqual(sortCoordinates(await rig.tableCoordinates('db.a')), expected({ 0: [...a1, ...a2] }));
+});
+
+test('N3: dynamic routing, a live committer catching up in bounded steps: retention deletes records it had not read yet; the gap stops the connector instead of a silent jump of the cursor', async (t) => {
+  const rig = await new Rig({ partitions: 1, config: { ...DYNAMIC, 'icefloe.control.read.max-bytes': '1024', 'icefloe.control.buffer.max-bytes': '1048576' } }).init();
+  t.after(() => rig.close());
+  // A shared control topic: records that are not this connector's come first, then b's cycle.
+  for (let i = 0; i < 5; i++) rig.kafka.produce(CONTROL, 0, [{ key: null, value: 'x'.repeat(1500) }]);
+  await cycle(rig, 'db.b');
+  const committer = rig.committer();
+  await committer.round();
+  assert.equal(committer.behind(), true, 'the committer reads in steps');
+  const readTo = await c(rig);
+  deleteWholeLog(rig);
+  const logStart = rig.kafka.watermarks(CONTROL, 0).low;
+  await committer.round();
+  const stop = committer.tableStatus().find((s) => s.state === 'STOPPED');
+  assert.equal(stop?.reason?.code, 'control-records-lost', show(committer.tableStatus()));
+  assert.equal(stop?.reason?.offset, readTo);
+  assert.ok(((await c(rig)) ?? 0n) < logStart, 'C does not pass the gap');
+});
