@@ -142,9 +142,11 @@ export class ConnectorCommitter {
    * Dynamic routing only: per control partition, records deleted before this committer read them and before
    * C vouched for them ([from, to)). A table whose announcements were all among them is unknown here, so no
    * table can stop for it: the connector stops (a status entry of its own) and C stays at `from`, so a
-   * restart finds it again, until an operator acknowledges it (review N3).
+   * restart finds it again, until an operator acknowledges it (review N3). `keys`: only the tables with these
+   * keys (R's except list) may have announced there; once each is known it checks itself, and the gap is
+   * closed. Undefined: any table.
    */
-  private readonly gaps = new Map<number, { readonly from: bigint; readonly to: bigint }>();
+  private readonly gaps = new Map<number, { readonly from: bigint; readonly to: bigint; readonly keys?: readonly string[] }>();
   private readonly existing = new Set<string>();
   /** Consecutive failed rounds per table (for the log; the table is retried every round). */
   private readonly failures = new Map<string, number>();
@@ -196,7 +198,9 @@ export class ConnectorCommitter {
    * for a stopped table (connector-health.ts), with the gap and the recovery in the reason.
    */
   private gapStatus(): TableCommitStatus[] {
-    const first = [...this.gaps].sort((a, b) => a[0] - b[0])[0];
+    // Gaps that only excepted tables may have lost are judged once the whole log was read (they may be learned yet).
+    const open = this.openGaps().filter(([, g]) => g.keys === undefined || !this.control.behind());
+    const first = open.sort((a, b) => a[0] - b[0])[0];
     if (first === undefined) return [];
     const [partition, g] = first;
     const { topic, groupIdPrefix } = this.d.connector.control;
@@ -206,14 +210,19 @@ export class ConnectorCommitter {
       `with dynamic routing a table whose announcements were all among them is unknown to the committer, so they may be lost with no table to stop. ` +
       `Re-deliver what they may have carried (reset the consumer group connect-${this.d.connector.name} to before those cycles, where the tables' icefloe.source-offsets.${this.d.connector.name} show it), ` +
       `then acknowledge: stop the worker, delete the connector position's group (kafka-consumer-groups --delete --group ${group}) and start it; the position is seeded at the log start (docs/sink.md)`;
-    const reason: StopReason = { code: 'control-records-lost', message, partition, offset: g.from, context: { logStartOffset: g.to, partitions: Object.fromEntries([...this.gaps].map(([p, x]) => [String(p), { from: x.from, to: x.to }])) } };
+    const reason: StopReason = { code: 'control-records-lost', message, partition, offset: g.from, context: { logStartOffset: g.to, partitions: Object.fromEntries(open.map(([p, x]) => [String(p), { from: x.from, to: x.to }])) } };
     return [{ table: `(unknown tables of control topic ${topic})`, state: 'STOPPED', reason }];
   }
 
   /** Records below the log start that nothing vouched for: remembered and logged once per range (dynamic routing). */
-  private noteGap(partition: number, from: bigint, to: bigint): void {
+  private noteGap(partition: number, from: bigint, to: bigint, keys?: readonly string[]): void {
     const prior = this.gaps.get(partition);
-    const next = { from: prior === undefined || from < prior.from ? from : prior.from, to: prior === undefined || to > prior.to ? to : prior.to };
+    const anyTable = prior === undefined ? keys === undefined : prior.keys === undefined || keys === undefined;
+    const next = {
+      from: prior === undefined || from < prior.from ? from : prior.from,
+      to: prior === undefined || to > prior.to ? to : prior.to,
+      ...(anyTable ? {} : { keys: [...new Set([...(prior?.keys ?? []), ...(keys ?? [])])] }),
+    };
     this.gaps.set(partition, next);
     if (prior?.from === next.from && prior.to === next.to) return;
     this.log.error('control records were deleted before the committer read them: with dynamic routing the tables they may have announced are unknown; the connector stops until an operator acknowledges it', {
@@ -342,7 +351,7 @@ export class ConnectorCommitter {
   private async commitConnectorPosition(live: ControlIdentity, appliedThrough: ReadonlyMap<number, bigint>, rest: RestThrough): Promise<void> {
     const current = this.connectorPositions;
     if (current === undefined) return;
-    const next = nextAppliedPositions(current, appliedThrough, rest);
+    const next = nextAppliedPositions(current, appliedThrough, this.restBelowGaps(rest));
     try {
       await commitConnectorPositions(this.positionStore(live), next);
       this.connectorPositions = next;
@@ -420,7 +429,31 @@ export class ConnectorCommitter {
 
   /** Where C must stay while a gap is not acknowledged: at its start, so a restarted committer finds it again. */
   private gapNeeds(): Map<number, bigint> {
-    return new Map([...this.gaps].map(([p, g]) => [p, g.from]));
+    return new Map(this.openGaps().map(([p, g]) => [p, g.from]));
+  }
+
+  /**
+   * R speaks for the tables the committer knew; an open gap may hold announcements of tables it does not
+   * know, so R does not pass a gap's start, or it lists the unknown tables' keys (a restart must find the gap).
+   */
+  private restBelowGaps(rest: RestThrough): RestThrough {
+    const open = this.openGaps();
+    if (open.length === 0) return rest;
+    const known = new Set([...this.tables.values()].map((t) => tableKey(t)));
+    const through = new Map(rest.through);
+    const except = new Set(rest.except);
+    for (const [p, g] of open) {
+      if (g.keys !== undefined) for (const k of g.keys) if (!known.has(k)) except.add(k);
+      const o = through.get(p);
+      if (g.keys === undefined && o !== undefined) through.set(p, min(o, g.from));
+    }
+    return { through, except: [...except] };
+  }
+
+  /** The gaps some unknown table may have lost announcements in (a known table checks its own position). */
+  private openGaps(): [number, { readonly from: bigint; readonly to: bigint; readonly keys?: readonly string[] }][] {
+    const known = new Set([...this.tables.values()].map((t) => tableKey(t)));
+    return [...this.gaps].filter(([, g]) => g.keys === undefined || g.keys.some((k) => !known.has(k)));
   }
 
   /** Learns from this connector's events as they are read: its tables (dynamic routing) and the watermark's reports. */
@@ -448,8 +481,13 @@ export class ConnectorCommitter {
     if (routing.kind === 'dynamic') {
       // Reading starts at the log start; what lies between C and it was deleted unread and unvouched for.
       for (const m of marks) {
-        const at = c.get(m.partition)?.offset ?? 0n;
-        if (at < m.low) this.noteGap(m.partition, at, m.low);
+        const e = c.get(m.partition);
+        const at = e?.offset ?? 0n;
+        if (at >= m.low) continue;
+        // R: every table but the excepted ones (stopped, failing or parked then) had applied below it; those
+        // are named by key, and check their own positions once read (a stopped one holds C back).
+        const rest = e?.kind === 'applied' ? e.rest : undefined;
+        this.noteGap(m.partition, at, m.low, rest !== undefined && rest.offset >= m.low ? rest.except : undefined);
       }
       return new Map();
     }

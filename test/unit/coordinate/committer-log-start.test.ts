@@ -91,3 +91,36 @@ test('N3: dynamic routing, a live committer catching up in bounded steps: retent
   assert.equal(stop?.reason?.offset, readTo);
   assert.ok(((await c(rig)) ?? 0n) < logStart, 'C does not pass the gap');
 });
+
+test('N3: dynamic routing, a restarted committer, C held back by a stopped table and R past the log start: the stopped table\'s deleted announcements are a gap until it is learned; the others go on', async (t) => {
+  const rig = await new Rig({ partitions: 1, config: DYNAMIC }).init();
+  t.after(() => rig.close());
+  await cycle(rig, 'db.x');
+  const y1 = await cycle(rig, 'db.y');
+  const live = rig.committer();
+  await live.round();
+  // x's next cycle loses its file: x stops and holds C back; y goes on, so R passes C.
+  const before = new Set(await rig.storedDataFiles());
+  await cycle(rig, 'db.x');
+  for (const path of (await rig.storedDataFiles()).filter((p) => !before.has(p))) await rig.store.delete(path);
+  const y2 = await cycle(rig, 'db.y');
+  await live.round();
+  assert.equal(live.tableStatus().find((s) => s.table === 'db.x')?.reason?.code, 'file-missing');
+  deleteWholeLog(rig);
+
+  const restarted = rig.committer();
+  await restarted.round();
+  const gap = restarted.tableStatus().find((s) => s.table.startsWith('(unknown tables'));
+  assert.equal(gap?.reason?.code, 'control-records-lost', show(restarted.tableStatus()));
+  const y3 = await cycle(rig, 'db.y');
+  await restarted.round();
+  assert.equal(restarted.tableStatus().find((s) => s.table === 'db.y')?.state, 'RUNNING', 'y is covered by R');
+  assert.deepEqual(sortCoordinates(await rig.tableCoordinates('db.y')), expected({ 0: [...y1, ...y2, ...y3] }));
+  assert.ok(restarted.tableStatus().some((s) => s.table.startsWith('(unknown tables')), 'x is still unknown');
+
+  // Once x announces again it is known: it checks its own position (below the log start) and the gap closes.
+  await cycle(rig, 'db.x');
+  await restarted.round();
+  assert.equal(restarted.tableStatus().find((s) => s.table === 'db.x')?.reason?.code, 'control-records-lost');
+  assert.equal(restarted.tableStatus().find((s) => s.table.startsWith('(unknown tables')), undefined, show(restarted.tableStatus()));
+});
