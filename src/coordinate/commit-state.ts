@@ -89,6 +89,11 @@ export interface TableCommitInput {
   readonly logStartOffsets?: ReadonlyMap<number, bigint>;
   /** C, the connector-level position (connector-position.ts); absent: the table's own positions only. */
   readonly connectorPositions?: ConnectorPositions;
+  /**
+   * Control partitions whose C is a seed set after the connector had committed before (C re-seeded): a table
+   * with no position there may have lost announcements below the seed, so it stops (control-records-lost).
+   */
+  readonly unvouchedSeeds?: ReadonlySet<number>;
   /** What this committer saw applied to the table earlier in its life (live rollback detection). */
   readonly appliedBefore?: { readonly tableUuid: string; readonly positions: ControlPositions };
   /** False while the committer catches up in bounded reads: control partitions are then read to different
@@ -291,6 +296,21 @@ export function planTableCommit(input: TableCommitInput): TablePlan {
     // log no longer starts there, something may have been deleted (the check below says so).
     if (input.connectorPositions !== undefined && !rules.reapplying) for (const p of input.logStartOffsets?.keys() ?? []) if (!e.has(p)) e.set(p, 0n);
     eff = e;
+  }
+  const unvouched = [...(input.unvouchedSeeds ?? [])].sort((a, b) => a - b).find((p) => !base.has(p) && (input.logStartOffsets?.get(p) ?? 0n) > 0n);
+  if (unvouched !== undefined) {
+    // Its needs start at 0 there, so C stays a seed (committer.ts) and a restart stops the table again.
+    const start = input.logStartOffsets?.get(unvouched) ?? 0n;
+    eff = new Map([...eff, [unvouched, 0n]]);
+    return stopped(
+      stop(
+        'control-records-lost',
+        `${tableName}: the connector position on control partition ${unvouched} was re-seeded at the log start ${start} (its offsets expired after offsets.retention.minutes, or were deleted) after the connector had committed to its tables, and this table has no position there: ` +
+          `announcements for it below ${start} may have been deleted before it applied them. If none was made (check the source offsets of its rows against the connector's consumer group), seed it with "icefloe positions WORKER.properties CONNECTOR.json --table ${tableName} --adopt" (docs/sink.md)`,
+        { partition: unvouched, offset: 0n },
+        { logStartOffset: start, reseeded: true },
+      ),
+    );
   }
   const lost = lostRecordsStop(eff, input.logStartOffsets, tableName);
   if (lost !== undefined) return stopped(lost);

@@ -61,6 +61,7 @@ import { commitConnectorPositions, loadOrSeedConnectorPositions } from '../coord
 import type { PositionStoreOptions } from '../coordinate/position-store.ts';
 import { ControlBuffer } from '../coordinate/control-buffer.ts';
 import type { ControlReadStatus, StoppedNeeds } from '../coordinate/control-buffer.ts';
+import { ControlGaps } from '../coordinate/control-gaps.ts';
 
 export type { ControlReadStatus } from '../coordinate/control-buffer.ts';
 
@@ -138,15 +139,15 @@ export class ConnectorCommitter {
   private logIdentity: ControlIdentity | undefined;
   /** Set while a round runs; still set when the next one starts means the last one threw. */
   private roundOpen = false;
+  /** Dynamic routing: records deleted before they were read or vouched for (control-gaps.ts, review N3). */
+  private readonly gaps: ControlGaps;
   /**
-   * Dynamic routing only: per control partition, records deleted before this committer read them and before
-   * C vouched for them ([from, to)). A table whose announcements were all among them is unknown here, so no
-   * table can stop for it: the connector stops (a status entry of its own) and C stays at `from`, so a
-   * restart finds it again, until an operator acknowledges it (review N3). `keys`: only the tables with these
-   * keys (R's except list) may have announced there; once each is known it checks itself, and the gap is
-   * closed. Undefined: any table.
+   * Control partitions whose C is a seed above offset 0 while this connector had committed to its tables
+   * before: C was re-seeded (its offsets expired after offsets.retention.minutes, or were deleted), so
+   * records below the seed may have been this connector's announcements (review N5). A table with no
+   * position there cannot show it applied them: it stops instead of starting at the seed.
    */
-  private readonly gaps = new Map<number, { readonly from: bigint; readonly to: bigint; readonly keys?: readonly string[] }>();
+  private unvouched = new Set<number>();
   private readonly existing = new Set<string>();
   /** Consecutive failed rounds per table (for the log; the table is retried every round). */
   private readonly failures = new Map<string, number>();
@@ -177,12 +178,13 @@ export class ConnectorCommitter {
         deps.crash.reach('committer.after-catalog-commit');
       },
     });
+    this.gaps = new ControlGaps(deps.connector, this.log);
     this.control = new ControlBuffer({ connector: deps.connector, reader: deps.reader, admin: deps.admin, log: this.log, now: this.now, onEvent: (e) => this.learn(e) });
   }
 
   tableStatus(): TableCommitStatus[] {
     return [
-      ...this.gapStatus(),
+      ...this.gaps.status(this.knownKeys(), !this.control.behind()),
       ...[...this.status.values()]
         .map((s) => {
           const ref = this.tables.get(s.table);
@@ -193,44 +195,6 @@ export class ConnectorCommitter {
     ];
   }
 
-  /**
-   * A gap (see `gaps`) as the status of the tables nobody knows: STOPPED, so the worker fails the tasks as
-   * for a stopped table (connector-health.ts), with the gap and the recovery in the reason.
-   */
-  private gapStatus(): TableCommitStatus[] {
-    // Gaps that only excepted tables may have lost are judged once the whole log was read (they may be learned yet).
-    const open = this.openGaps().filter(([, g]) => g.keys === undefined || !this.control.behind());
-    const first = open.sort((a, b) => a[0] - b[0])[0];
-    if (first === undefined) return [];
-    const [partition, g] = first;
-    const { topic, groupIdPrefix } = this.d.connector.control;
-    const group = controlGroupId(groupIdPrefix, this.d.connector.name);
-    const message =
-      `control topic ${topic} partition ${partition}: records ${g.from} to ${g.to - 1n} were deleted (retention) before this connector's committer read them or its position vouched for them; ` +
-      `with dynamic routing a table whose announcements were all among them is unknown to the committer, so they may be lost with no table to stop. ` +
-      `Re-deliver what they may have carried (reset the consumer group connect-${this.d.connector.name} to before those cycles, where the tables' icefloe.source-offsets.${this.d.connector.name} show it), ` +
-      `then acknowledge: stop the worker, delete the connector position's group (kafka-consumer-groups --delete --group ${group}) and start it; the position is seeded at the log start (docs/sink.md)`;
-    const reason: StopReason = { code: 'control-records-lost', message, partition, offset: g.from, context: { logStartOffset: g.to, partitions: Object.fromEntries(open.map(([p, x]) => [String(p), { from: x.from, to: x.to }])) } };
-    return [{ table: `(unknown tables of control topic ${topic})`, state: 'STOPPED', reason }];
-  }
-
-  /** Records below the log start that nothing vouched for: remembered and logged once per range (dynamic routing). */
-  private noteGap(partition: number, from: bigint, to: bigint, keys?: readonly string[]): void {
-    const prior = this.gaps.get(partition);
-    const anyTable = prior === undefined ? keys === undefined : prior.keys === undefined || keys === undefined;
-    const next = {
-      from: prior === undefined || from < prior.from ? from : prior.from,
-      to: prior === undefined || to > prior.to ? to : prior.to,
-      ...(anyTable ? {} : { keys: [...new Set([...(prior?.keys ?? []), ...(keys ?? [])])] }),
-    };
-    this.gaps.set(partition, next);
-    if (prior?.from === next.from && prior.to === next.to) return;
-    this.log.error('control records were deleted before the committer read them: with dynamic routing the tables they may have announced are unknown; the connector stops until an operator acknowledges it', {
-      partition,
-      from: next.from.toString(),
-      logStart: next.to.toString(),
-    });
-  }
 
   controlStatus(): ControlReadStatus {
     return this.control.status();
@@ -267,7 +231,7 @@ export class ConnectorCommitter {
       this.roundOpen = false;
       return [];
     }
-    if (this.d.connector.tables.routing.kind === 'dynamic') for (const g of this.control.takeSkipped()) this.noteGap(g.partition, g.from, g.to);
+    if (this.d.connector.tables.routing.kind === 'dynamic') for (const g of this.control.takeSkipped()) this.gaps.note(g.partition, g.from, g.to);
     else this.control.takeSkipped(); // every table is known: each compares its own position with the log start
     this.step('controlRead');
     const sources = await this.sourceKnowledge();
@@ -331,7 +295,7 @@ export class ConnectorCommitter {
     if (!keepBuffer) this.control.trim(trimAt, stopped);
     // C may not pass what a stopped or parked table still needs, even when the buffer no longer holds it.
     const appliedThrough = new Map(trimAt);
-    for (const from of [...stopped.map((t) => t.from), ...this.control.parkedFrom(), this.gapNeeds()]) for (const [p, o] of from) appliedThrough.set(p, min(appliedThrough.get(p) ?? o, o));
+    for (const from of [...stopped.map((t) => t.from), ...this.control.parkedFrom(), this.gaps.needs(this.knownKeys())]) for (const [p, o] of from) appliedThrough.set(p, min(appliedThrough.get(p) ?? o, o));
     // R: where every table but the excepted ones is (trimAt), whatever holds C back.
     await this.commitConnectorPosition(live, keepBuffer ? new Map() : appliedThrough, { through: trimAt, except });
     if (reread) {
@@ -351,7 +315,11 @@ export class ConnectorCommitter {
   private async commitConnectorPosition(live: ControlIdentity, appliedThrough: ReadonlyMap<number, bigint>, rest: RestThrough): Promise<void> {
     const current = this.connectorPositions;
     if (current === undefined) return;
-    const next = nextAppliedPositions(current, appliedThrough, this.restBelowGaps(rest));
+    const next = nextAppliedPositions(current, appliedThrough, this.gaps.restBelow(rest, this.knownKeys()));
+    // A seed says nothing of tables: it becomes `applied` only once every table is at or past it. A table that
+    // still needs records below it (stopped below the log start after a re-seed) must not find it `applied`
+    // after a restart, which would raise the table past what it lost (review N5).
+    for (const [p, e] of current) if (e.kind === 'seed' && appliedThrough.has(p) && (appliedThrough.get(p) as bigint) < e.offset) next.set(p, e);
     try {
       await commitConnectorPositions(this.positionStore(live), next);
       this.connectorPositions = next;
@@ -427,34 +395,18 @@ export class ConnectorCommitter {
     this.appliedBefore.clear();
   }
 
-  /** Where C must stay while a gap is not acknowledged: at its start, so a restarted committer finds it again. */
-  private gapNeeds(): Map<number, bigint> {
-    return new Map(this.openGaps().map(([p, g]) => [p, g.from]));
+  /** The keys (connector-position.ts `tableKey`) of the tables this committer knows. */
+  private knownKeys(): Set<string> {
+    return new Set([...this.tables.values()].map((t) => tableKey(t)));
   }
 
-  /**
-   * R speaks for the tables the committer knew; an open gap may hold announcements of tables it does not
-   * know, so R does not pass a gap's start, or it lists the unknown tables' keys (a restart must find the gap).
-   */
-  private restBelowGaps(rest: RestThrough): RestThrough {
-    const open = this.openGaps();
-    if (open.length === 0) return rest;
-    const known = new Set([...this.tables.values()].map((t) => tableKey(t)));
-    const through = new Map(rest.through);
-    const except = new Set(rest.except);
-    for (const [p, g] of open) {
-      if (g.keys !== undefined) for (const k of g.keys) if (!known.has(k)) except.add(k);
-      const o = through.get(p);
-      if (g.keys === undefined && o !== undefined) through.set(p, min(o, g.from));
-    }
-    return { through, except: [...except] };
+  /** What the planner gets of C: C itself, and the partitions where it is a seed that vouches for nothing (N5). */
+  private connectorView(): { connectorPositions?: ConnectorPositions; unvouchedSeeds: ReadonlySet<number> } {
+    const c = this.connectorPositions;
+    const unvouchedSeeds = new Set([...this.unvouched].filter((p) => c?.get(p)?.kind === 'seed'));
+    return c === undefined ? { unvouchedSeeds } : { connectorPositions: c, unvouchedSeeds };
   }
 
-  /** The gaps some unknown table may have lost announcements in (a known table checks its own position). */
-  private openGaps(): [number, { readonly from: bigint; readonly to: bigint; readonly keys?: readonly string[] }][] {
-    const known = new Set([...this.tables.values()].map((t) => tableKey(t)));
-    return [...this.gaps].filter(([, g]) => g.keys === undefined || g.keys.some((k) => !known.has(k)));
-  }
 
   /** Learns from this connector's events as they are read: its tables (dynamic routing) and the watermark's reports. */
   private learn(event: ControlEvent): void {
@@ -487,11 +439,12 @@ export class ConnectorCommitter {
         // R: every table but the excepted ones (stopped, failing or parked then) had applied below it; those
         // are named by key, and check their own positions once read (a stopped one holds C back).
         const rest = e?.kind === 'applied' ? e.rest : undefined;
-        this.noteGap(m.partition, at, m.low, rest !== undefined && rest.offset >= m.low ? rest.except : undefined);
+        this.gaps.note(m.partition, at, m.low, rest !== undefined && rest.offset >= m.low ? rest.except : undefined);
       }
       return new Map();
     }
     const from = new Map([...c].map(([p, e]) => [p, e.offset]));
+    let ranBefore = false;
     // The dead-letter table is one of the connector's tables like the routed ones (its rows are announced alike).
     const deadLetters = this.d.connector.errors.deadLetterTable;
     const tables = [...new Set([...(routing.kind === 'all' ? routing.tables : routing.routes.map((r) => r.table)), ...(deadLetters === null ? [] : [deadLetters])])];
@@ -507,12 +460,30 @@ export class ConnectorCommitter {
       }
       const branch = this.branchOf(id);
       const read = readControlPositions(table.metadata, this.d.connector.name, live, branch);
+      if (read.kind !== 'fresh' && read.kind !== 'unseeded') ranBefore = true; // the connector committed to it
       if (read.kind !== 'positions') continue;
       for (const [p, o] of read.positions) if (from.has(p) && o < (from.get(p) as bigint)) from.set(p, o);
       // A re-apply without positions on some partition reads it from the log start (absent from the map).
       if (reapplyHolds(table.metadata, safeMark(table, this.d.connector.name), read, branch)) for (const p of [...from.keys()]) if (!read.positions.has(p)) from.delete(p);
     }
+    this.reseedCheck(c, ranBefore);
     return from;
+  }
+
+  /**
+   * A seed above offset 0 says records below it are not this connector's; that holds on a first start, not
+   * when the connector had committed to its tables before (C's offsets expired or were deleted): then its
+   * announcements may be among them. Tables with positions compare them with the log start (a seed never
+   * raises them); tables without a position are marked `unvouched` (see there). With dynamic routing no table
+   * is known at this point, so only tables with positions are checked (docs/sink.md).
+   */
+  private reseedCheck(c: ConnectorPositions, ranBefore: boolean): void {
+    const seeds = [...c].filter(([, e]) => e.kind === 'seed' && e.offset > 0n);
+    this.unvouched = new Set(ranBefore ? seeds.map(([p]) => p) : []);
+    if (this.unvouched.size === 0) return;
+    this.log.error('the connector position is a seed above the control topic\'s log start although the connector committed to its tables before (its offsets expired or were deleted): announcements below it may have been deleted; tables without a position there stop (control-records-lost)', {
+      seeds: Object.fromEntries(seeds.map(([p, e]) => [p, e.offset.toString()])),
+    });
   }
 
   /**
@@ -604,7 +575,7 @@ export class ConnectorCommitter {
         nowMs: this.now(),
         isFileMissing: (path) => missing.has(path),
         logStartOffsets: logStart,
-        ...(this.connectorPositions === undefined ? {} : { connectorPositions: this.connectorPositions }),
+        ...this.connectorView(),
         ...(before === undefined ? {} : { appliedBefore: before }),
         readToEnd: !this.control.behind(),
         sources,

@@ -8,7 +8,9 @@
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { CONTROL, expected, Rig, sortCoordinates, until } from '../runtime/rig.ts';
+import { parseIdentifier } from '../../../src/commit/port.ts';
+import { runPositionsTool } from '../../../src/coordinate/positions-tool.ts';
+import { announce, CONTROL, expected, recordingLogger, Rig, sortCoordinates, TABLE, until } from '../runtime/rig.ts';
 
 const DYNAMIC = { 'iceberg.tables': '', 'iceberg.tables.dynamic-enabled': 'true', 'iceberg.tables.route-field': 't' };
 const GROUP = 'cg-control-orders-sink';
@@ -123,4 +125,67 @@ test('N3: dynamic routing, a restarted committer, C held back by a stopped table
   await restarted.round();
   assert.equal(restarted.tableStatus().find((s) => s.table === 'db.x')?.reason?.code, 'control-records-lost');
   assert.equal(restarted.tableStatus().find((s) => s.table.startsWith('(unknown tables')), undefined, show(restarted.tableStatus()));
+});
+
+/** One task cycle of 10 records of the static rig (source partition 0). */
+async function staticCycle(rig: Rig): Promise<bigint[]> {
+  return (await announce(rig, [10]))[0] ?? [];
+}
+
+test('N5: C re-seeded (its offsets expired or deleted) after a table\'s unapplied announcement was deleted: the table stops, and the seed never vouches for it, even after a restart; --adopt acknowledges', async (t) => {
+  const rig = await new Rig({ partitions: 1 }).init();
+  t.after(() => rig.close());
+  const first = await staticCycle(rig);
+  await rig.committer().round();
+  // The worker is down for longer than offsets.retention.minutes and the control topic's retention: the
+  // cycle announced before it stopped is deleted, and so are C's offsets.
+  await staticCycle(rig);
+  deleteWholeLog(rig);
+  await rig.kafka.createAdmin().deleteGroup(GROUP);
+
+  const reseeded = rig.committer();
+  await reseeded.round();
+  assert.equal(reseeded.tableStatus()[0]?.reason?.code, 'control-records-lost', show(reseeded.tableStatus()));
+  const restarted = rig.committer();
+  await restarted.round();
+  assert.equal(restarted.tableStatus()[0]?.reason?.code, 'control-records-lost', 'a restart does not take the seed for proof that the table applied everything below it');
+  assert.match((await rig.kafka.createAdmin().groupOffsets(GROUP, CONTROL))[0]?.metadata ?? '', / seed /, 'C stays a seed while a table is below it');
+
+  await runPositionsTool({ connector: rig.connector, admin: rig.kafka.createAdmin(), catalog: rig.catalog, store: rig.store, log: recordingLogger(rig.log) }, TABLE, 'adopt');
+  const third = await staticCycle(rig);
+  await restarted.round();
+  assert.equal(restarted.tableStatus()[0]?.state, 'RUNNING', show(restarted.tableStatus()));
+  assert.deepEqual(sortCoordinates(await rig.tableCoordinates()), expected({ 0: [...first, ...third] }));
+});
+
+test('N5: C re-seeded after the connector ran, and a table that never committed (fresh) known to the committer: its announcements may have been deleted below the seed, so it stops instead of starting at the seed', async (t) => {
+  const rig = await new Rig({ partitions: 1, config: { 'iceberg.tables': `${TABLE},db.fresh` } }).init();
+  t.after(() => rig.close());
+  await staticCycle(rig);
+  await rig.committer().round();
+  // db.fresh is created (empty) by an operator; a cycle announced for both tables is deleted with C's offsets.
+  await rig.memoryCatalog.recreateTable(parseIdentifier('db.fresh'));
+  await staticCycle(rig);
+  deleteWholeLog(rig);
+  await rig.kafka.createAdmin().deleteGroup(GROUP);
+  const reseeded = rig.committer();
+  await reseeded.round();
+  const fresh = reseeded.tableStatus().find((s) => s.table === 'db.fresh');
+  assert.equal(fresh?.reason?.code, 'control-records-lost', show(reseeded.tableStatus()));
+  await reseeded.round();
+  const again = rig.committer();
+  await again.round();
+  assert.equal(again.tableStatus().find((s) => s.table === 'db.fresh')?.reason?.code, 'control-records-lost', 'still after a restart');
+});
+
+test('N5: the first start of a connector on a shared control topic whose log no longer starts at 0: nothing of this connector can have been deleted, its fresh tables start at the seed', async (t) => {
+  const rig = await new Rig({ partitions: 1 }).init();
+  t.after(() => rig.close());
+  for (let i = 0; i < 3; i++) rig.kafka.produce(CONTROL, 0, [{ key: null, value: 'another product' }]);
+  deleteWholeLog(rig);
+  const produced = await staticCycle(rig);
+  const committer = rig.committer();
+  await committer.round();
+  assert.equal(committer.tableStatus()[0]?.state, 'RUNNING', show(committer.tableStatus()));
+  assert.deepEqual(sortCoordinates(await rig.tableCoordinates()), expected({ 0: produced }));
 });
