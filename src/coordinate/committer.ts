@@ -316,10 +316,13 @@ export class ConnectorCommitter {
     const current = this.connectorPositions;
     if (current === undefined) return;
     const next = nextAppliedPositions(current, appliedThrough, this.gaps.restBelow(rest, this.knownKeys()));
-    // A seed says nothing of tables: it becomes `applied` only once every table is at or past it. A table that
-    // still needs records below it (stopped below the log start after a re-seed) must not find it `applied`
-    // after a restart, which would raise the table past what it lost (review N5).
-    for (const [p, e] of current) if (e.kind === 'seed' && appliedThrough.has(p) && (appliedThrough.get(p) as bigint) < e.offset) next.set(p, e);
+    // A re-seed says nothing of tables: it becomes `applied` only once every table is at or past it. A table
+    // that still needs records below it (stopped below the log start) must not find it `applied` after a
+    // restart, which would raise the table past what it lost (review N5). On a first start (static tables,
+    // none committed before) no table can be below the seed: C turns `applied` as usual, and R with it. With
+    // dynamic routing a re-seed cannot be told from a first start when C is seeded, so the rule always holds.
+    const reseeded = (p: number): boolean => this.unvouched.has(p) || this.d.connector.tables.routing.kind === 'dynamic';
+    for (const [p, e] of current) if (e.kind === 'seed' && reseeded(p) && appliedThrough.has(p) && (appliedThrough.get(p) as bigint) < e.offset) next.set(p, e);
     try {
       await commitConnectorPositions(this.positionStore(live), next);
       this.connectorPositions = next;

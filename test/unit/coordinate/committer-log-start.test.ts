@@ -11,6 +11,7 @@ import { test } from 'node:test';
 import { parseIdentifier } from '../../../src/commit/port.ts';
 import { runPositionsTool } from '../../../src/coordinate/positions-tool.ts';
 import { announce, CONTROL, expected, recordingLogger, Rig, sortCoordinates, TABLE, until } from '../runtime/rig.ts';
+import { withSnapshot } from './fixtures.ts';
 
 const DYNAMIC = { 'iceberg.tables': '', 'iceberg.tables.dynamic-enabled': 'true', 'iceberg.tables.route-field': 't' };
 const GROUP = 'cg-control-orders-sink';
@@ -188,4 +189,20 @@ test('N5: the first start of a connector on a shared control topic whose log no 
   await committer.round();
   assert.equal(committer.tableStatus()[0]?.state, 'RUNNING', show(committer.tableStatus()));
   assert.deepEqual(sortCoordinates(await rig.tableCoordinates()), expected({ 0: produced }));
+});
+
+test('N5: on a first start (no table committed by the connector before) a table stopped without positions does not keep C a seed: C turns applied, with R, as before', async (t) => {
+  const rig = await new Rig({ partitions: 1, config: { 'iceberg.tables': `${TABLE},db.other` } }).init();
+  t.after(() => rig.close());
+  for (let i = 0; i < 3; i++) rig.kafka.produce(CONTROL, 0, [{ key: null, value: 'another product' }]);
+  deleteWholeLog(rig);
+  const produced = await staticCycle(rig);
+  // db.other was written by another engine first: it stops (positions-unseeded) until an operator seeds it.
+  const other = parseIdentifier('db.other');
+  await rig.memoryCatalog.replaceMetadata(other, withSnapshot((await rig.catalog.loadTable(other)).metadata, {}));
+  const committer = rig.committer();
+  await committer.round();
+  assert.equal(committer.tableStatus().find((s) => s.table === 'db.other')?.reason?.code, 'positions-unseeded');
+  assert.deepEqual(sortCoordinates(await rig.tableCoordinates()), expected({ 0: produced }));
+  assert.match((await rig.kafka.createAdmin().groupOffsets(GROUP, CONTROL))[0]?.metadata ?? '', / applied .* rest=/);
 });
