@@ -5,9 +5,10 @@
  * positions travel in the snapshot summary, so a committer that restarts — here or in another process —
  * starts from what the table says, never from "latest".
  *
- * A round: refresh the live identity (cluster id, control topic id), read new control records into a
- * buffer, then per table (in name order): load it, read its positions, check the announced files exist,
- * plan, and append with a requirement on the snapshot read (a plan made stale by another commit is
+ * A round: refresh the live identity (control topic id every round, cluster id when that changes; another
+ * topic id is another log: cursor, buffer and C start over on it, and tables stored for the old one stop),
+ * read new control records into a buffer, then per table (in name order): load it, read its positions,
+ * check the announced files exist, plan, and append with a requirement on the snapshot read (a plan made stale by another commit is
  * planned again). A table that cannot be applied stops with its reason; one whose commit fails (catalog
  * refuses, outcome unknown, retries exhausted) is retried next round or stopped; either way the others go
  * on. Records every table is past are dropped from the buffer, and that point is committed as the
@@ -194,7 +195,6 @@ export class ConnectorCommitter {
         .sort((a, b) => (a.table < b.table ? -1 : 1)),
     ];
   }
-
 
   controlStatus(): ControlReadStatus {
     return this.control.status();
@@ -396,6 +396,7 @@ export class ConnectorCommitter {
     this.control.restart();
     this.connectorPositions = undefined;
     this.appliedBefore.clear();
+    this.gaps.clear();
   }
 
   /** The keys (connector-position.ts `tableKey`) of the tables this committer knows. */
@@ -409,7 +410,6 @@ export class ConnectorCommitter {
     const unvouchedSeeds = new Set([...this.unvouched].filter((p) => c?.get(p)?.kind === 'seed'));
     return c === undefined ? { unvouchedSeeds } : { connectorPositions: c, unvouchedSeeds };
   }
-
 
   /** Learns from this connector's events as they are read: its tables (dynamic routing) and the watermark's reports. */
   private learn(event: ControlEvent): void {

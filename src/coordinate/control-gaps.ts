@@ -76,6 +76,11 @@ export class ControlGaps {
     return [{ table: `(unknown tables of control topic ${topic})`, state: 'STOPPED', reason: { code: 'control-records-lost', message, partition, offset: g.from, context } }];
   }
 
+  /** The control topic is another log now (recreated): its gaps are not the new log's. */
+  clear(): void {
+    this.gaps.clear();
+  }
+
   /** Where C must stay while a gap is open: at its start. */
   needs(known: ReadonlySet<string>): Map<number, bigint> {
     return new Map(this.open(known).map(([p, g]) => [p, g.from]));
