@@ -89,6 +89,11 @@ export interface TableCommitInput {
   readonly logStartOffsets?: ReadonlyMap<number, bigint>;
   /** C, the connector-level position (connector-position.ts); absent: the table's own positions only. */
   readonly connectorPositions?: ConnectorPositions;
+  /**
+   * Control partitions whose C is a seed set after the connector had committed before (C re-seeded): a table
+   * with no position there may have lost announcements below the seed, so it stops (control-records-lost).
+   */
+  readonly unvouchedSeeds?: ReadonlySet<number>;
   /** What this committer saw applied to the table earlier in its life (live rollback detection). */
   readonly appliedBefore?: { readonly tableUuid: string; readonly positions: ControlPositions };
   /** False while the committer catches up in bounded reads: control partitions are then read to different
@@ -177,11 +182,17 @@ export type TablePlan =
   | (PlanCommon & { readonly kind: 'nothing'; readonly positions: ControlPositions; readonly waiting: number })
   | (PlanCommon & { readonly kind: 'stopped'; readonly reason: StopReason; readonly positions: ControlPositions });
 
-/** `icefloe:<connector>:<32 hex>` from (connector, table, per control partition first/last offsets applied). */
-export function commitIdFor(connector: string, table: TableRef, ranges: ReadonlyMap<number, { first: bigint; last: bigint }>): string {
+/**
+ * `icefloe:<connector>:<32 hex>` from (connector, table, the control topic's id, per control partition
+ * first/last offsets applied). The topic id makes it an id of this log's announcements: a recreated control
+ * topic starts again at offset 0, and its first commit must not be taken for the old log's (found in the
+ * ancestry as `already-applied`, its files never committed).
+ */
+export function commitIdFor(connector: string, table: TableRef, ranges: ReadonlyMap<number, { first: bigint; last: bigint }>, controlTopicId: string): string {
   const canonical = stringifyJson([
     connector,
     [...table.namespace, table.name],
+    controlTopicId,
     [...ranges].sort((a, b) => a[0] - b[0]).map(([p, r]) => [p, r.first, r.last]),
   ]);
   return commitIdPrefix(connector) + createHash('sha256').update(canonical).digest('hex').slice(0, 32);
@@ -219,9 +230,11 @@ function positionsStop(read: PositionsRead, table: string): StopReason | undefin
       return stop(
         'positions-identity-mismatch',
         `${table}: the stored control positions belong to control topic ${String(read.stored.controlTopicId)} on cluster ${String(read.stored.clusterId)}, ` +
-          `but the live ones are ${read.live.controlTopicId} on ${read.live.clusterId} (topic recreated or cluster failover); re-seed them with "icefloe positions WORKER.properties CONNECTOR.json --table ${table} --adopt" (docs/sink.md)`,
+          `but the live ones are ${read.live.controlTopicId} on ${read.live.clusterId} (topic recreated or cluster failover); they say nothing of the live log, and this stopped table holds the connector position at the start of it. ` +
+          `"icefloe positions WORKER.properties CONNECTOR.json --table ${table} --adopt" starts the table there, so every announcement the tasks made on the live topic is applied; ` +
+          `announcements the old topic held that the table had not applied are gone with it: compare the table's icefloe.source-offsets.<connector> with the source offsets the tasks committed before the change (docs/sink.md)`,
         {},
-        { stored: read.stored, live: read.live, snapshotId: read.snapshotId },
+        { stored: read.stored, storedPositions: Object.fromEntries([...read.positions].map(([p, o]) => [String(p), o.toString()])), live: read.live, snapshotId: read.snapshotId },
       );
     case 'expired':
       return stop(
@@ -248,8 +261,10 @@ function positionsStop(read: PositionsRead, table: string): StopReason | undefin
 /** Plans one commit of one table. Pure: same input, same plan. */
 export function planTableCommit(input: TableCommitInput): TablePlan {
   const tableName = tableRefString(input.table);
-  const base: ControlPositions =
-    input.positions.kind === 'positions' || input.positions.kind === 'identity-mismatch' ? input.positions.positions : new Map();
+  // Positions stored for another control topic or cluster (identity-mismatch) say nothing of the live log: a
+  // stopped table's needs would otherwise carry offsets of the old log to the new one (C moved past what the
+  // tasks announced there, review N10). They stay in the stop reason's context.
+  const base: ControlPositions = input.positions.kind === 'positions' ? input.positions.positions : new Map();
   let eff: ControlPositions = base;
   const stopped = (reason: StopReason, oldest?: number): TablePlan => ({
     kind: 'stopped',
@@ -284,6 +299,21 @@ export function planTableCommit(input: TableCommitInput): TablePlan {
     // log no longer starts there, something may have been deleted (the check below says so).
     if (input.connectorPositions !== undefined && !rules.reapplying) for (const p of input.logStartOffsets?.keys() ?? []) if (!e.has(p)) e.set(p, 0n);
     eff = e;
+  }
+  const unvouched = [...(input.unvouchedSeeds ?? [])].sort((a, b) => a - b).find((p) => !base.has(p) && (input.logStartOffsets?.get(p) ?? 0n) > 0n);
+  if (unvouched !== undefined) {
+    // Its needs start at 0 there, so C stays a seed (committer.ts) and a restart stops the table again.
+    const start = input.logStartOffsets?.get(unvouched) ?? 0n;
+    eff = new Map([...eff, [unvouched, 0n]]);
+    return stopped(
+      stop(
+        'control-records-lost',
+        `${tableName}: the connector position on control partition ${unvouched} was re-seeded at the log start ${start} (its offsets expired after offsets.retention.minutes, or were deleted) after the connector had committed to its tables, and this table has no position there: ` +
+          `announcements for it below ${start} may have been deleted before it applied them. If none was made (check the source offsets of its rows against the connector's consumer group), seed it with "icefloe positions WORKER.properties CONNECTOR.json --table ${tableName} --adopt" (docs/sink.md)`,
+        { partition: unvouched, offset: 0n },
+        { logStartOffset: start, reseeded: true },
+      ),
+    );
   }
   const lost = lostRecordsStop(eff, input.logStartOffsets, tableName);
   if (lost !== undefined) return stopped(lost);
@@ -673,7 +703,7 @@ function commitPlan(
   };
   return {
     kind: 'commit',
-    commitId: commitIdFor(connector, table, ranges),
+    commitId: commitIdFor(connector, table, ranges, input.live.controlTopicId),
     files: source.kept.flatMap((c) => c.announcement.files),
     positions,
     applied: source.kept.map(appliedOf),

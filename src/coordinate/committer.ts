@@ -5,9 +5,10 @@
  * positions travel in the snapshot summary, so a committer that restarts — here or in another process —
  * starts from what the table says, never from "latest".
  *
- * A round: refresh the live identity (cluster id, control topic id), read new control records into a
- * buffer, then per table (in name order): load it, read its positions, check the announced files exist,
- * plan, and append with a requirement on the snapshot read (a plan made stale by another commit is
+ * A round: refresh the live identity (control topic id every round, cluster id when that changes; another
+ * topic id is another log: cursor, buffer and C start over on it, and tables stored for the old one stop),
+ * read new control records into a buffer, then per table (in name order): load it, read its positions,
+ * check the announced files exist, plan, and append with a requirement on the snapshot read (a plan made stale by another commit is
  * planned again). A table that cannot be applied stops with its reason; one whose commit fails (catalog
  * refuses, outcome unknown, retries exhausted) is retried next round or stopped; either way the others go
  * on. Records every table is past are dropped from the buffer, and that point is committed as the
@@ -62,6 +63,7 @@ import { commitConnectorPositions, loadOrSeedConnectorPositions } from '../coord
 import type { PositionStoreOptions } from '../coordinate/position-store.ts';
 import { ControlBuffer } from '../coordinate/control-buffer.ts';
 import type { ControlReadStatus, StoppedNeeds } from '../coordinate/control-buffer.ts';
+import { ControlGaps } from '../coordinate/control-gaps.ts';
 
 export type { ControlReadStatus } from '../coordinate/control-buffer.ts';
 
@@ -111,6 +113,12 @@ export interface CommitRecord {
 
 const MAX_REPLANS = 5;
 const FILE_CHECK_CONCURRENCY = 16;
+/**
+ * The Kafka cluster id is read by a client of its own (a metadata round trip), so not every round: again
+ * when the control topic's id changed, after a round that failed (a reconnect may have landed on another
+ * cluster), and at least this often.
+ */
+const CLUSTER_ID_REFRESH_MS = 5 * 60_000;
 export class ConnectorCommitter {
   /** Every commit made, for metrics and the benchmark (bounded: the last 10,000). */
   readonly commits: CommitRecord[] = [];
@@ -125,6 +133,23 @@ export class ConnectorCommitter {
   private readonly tables = new Map<string, TableRef>();
   private readonly status = new Map<string, TableCommitStatus>();
   private clusterId: string | undefined;
+  private clusterIdReadMs = 0;
+  /**
+   * The log (control topic id, cluster id) that the read cursor, the buffer, C and `appliedBefore` belong
+   * to; undefined before the first round. Another identity means another log: all of them start over.
+   */
+  private logIdentity: ControlIdentity | undefined;
+  /** Set while a round runs; still set when the next one starts means the last one threw. */
+  private roundOpen = false;
+  /** Dynamic routing: records deleted before they were read or vouched for (control-gaps.ts, review N3). */
+  private readonly gaps: ControlGaps;
+  /**
+   * Control partitions whose C is a seed above offset 0 while this connector had committed to its tables
+   * before: C was re-seeded (its offsets expired after offsets.retention.minutes, or were deleted), so
+   * records below the seed may have been this connector's announcements (review N5). A table with no
+   * position there cannot show it applied them: it stops instead of starting at the seed.
+   */
+  private unvouched = new Set<number>();
   private readonly existing = new Set<string>();
   /** Consecutive failed rounds per table (for the log; the table is retried every round). */
   private readonly failures = new Map<string, number>();
@@ -155,17 +180,21 @@ export class ConnectorCommitter {
         deps.crash.reach('committer.after-catalog-commit');
       },
     });
+    this.gaps = new ControlGaps(deps.connector, this.log);
     this.control = new ControlBuffer({ connector: deps.connector, reader: deps.reader, admin: deps.admin, log: this.log, now: this.now, onEvent: (e) => this.learn(e) });
   }
 
   tableStatus(): TableCommitStatus[] {
-    return [...this.status.values()]
-      .map((s) => {
-        const ref = this.tables.get(s.table);
-        const branch = ref === undefined ? 'main' : this.branchOf(ref);
-        return branch === 'main' ? s : { ...s, branch };
-      })
-      .sort((a, b) => (a.table < b.table ? -1 : 1));
+    return [
+      ...this.gaps.status(this.knownKeys(), !this.control.behind()),
+      ...[...this.status.values()]
+        .map((s) => {
+          const ref = this.tables.get(s.table);
+          const branch = ref === undefined ? 'main' : this.branchOf(ref);
+          return branch === 'main' ? s : { ...s, branch };
+        })
+        .sort((a, b) => (a.table < b.table ? -1 : 1)),
+    ];
   }
 
   controlStatus(): ControlReadStatus {
@@ -191,6 +220,20 @@ export class ConnectorCommitter {
     const live = await this.identity();
     this.step('identity');
     const logStart = await this.control.readNew(() => this.startPositions(live));
+    // The topic may have been recreated between the identity check and the read, and the records read then
+    // taken for the old log's (applied under its identity, and again after the recovery): topic ids never
+    // repeat, so the same id after the read proves every read of this round was of one log.
+    const after = await this.d.admin.topicId(this.d.connector.control.topic);
+    if (after !== live.controlTopicId) {
+      this.forgetLog(live, { ...live, controlTopicId: after });
+      // The next round reads the identity afresh (the cluster id too) and starts on the new log.
+      this.logIdentity = undefined;
+      this.clusterId = undefined;
+      this.roundOpen = false;
+      return [];
+    }
+    if (this.d.connector.tables.routing.kind === 'dynamic') for (const g of this.control.takeSkipped()) this.gaps.note(g.partition, g.from, g.to);
+    else this.control.takeSkipped(); // every table is known: each compares its own position with the log start
     this.step('controlRead');
     const sources = await this.sourceKnowledge();
     this.step('sourceOffsets');
@@ -253,7 +296,7 @@ export class ConnectorCommitter {
     if (!keepBuffer) this.control.trim(trimAt, stopped);
     // C may not pass what a stopped or parked table still needs, even when the buffer no longer holds it.
     const appliedThrough = new Map(trimAt);
-    for (const from of [...stopped.map((t) => t.from), ...this.control.parkedFrom()]) for (const [p, o] of from) appliedThrough.set(p, min(appliedThrough.get(p) ?? o, o));
+    for (const from of [...stopped.map((t) => t.from), ...this.control.parkedFrom(), this.gaps.needs(this.knownKeys())]) for (const [p, o] of from) appliedThrough.set(p, min(appliedThrough.get(p) ?? o, o));
     // R: where every table but the excepted ones is (trimAt), whatever holds C back.
     await this.commitConnectorPosition(live, keepBuffer ? new Map() : appliedThrough, { through: trimAt, except });
     if (reread) {
@@ -261,6 +304,7 @@ export class ConnectorCommitter {
       // lowest position any table needs (startPositions) in the next round; parked tables are read again too.
       this.control.restart();
     }
+    this.roundOpen = false;
     return made;
   }
 
@@ -272,7 +316,14 @@ export class ConnectorCommitter {
   private async commitConnectorPosition(live: ControlIdentity, appliedThrough: ReadonlyMap<number, bigint>, rest: RestThrough): Promise<void> {
     const current = this.connectorPositions;
     if (current === undefined) return;
-    const next = nextAppliedPositions(current, appliedThrough, rest);
+    const next = nextAppliedPositions(current, appliedThrough, this.gaps.restBelow(rest, this.knownKeys()));
+    // A re-seed says nothing of tables: it becomes `applied` only once every table is at or past it. A table
+    // that still needs records below it (stopped below the log start) must not find it `applied` after a
+    // restart, which would raise the table past what it lost (review N5). On a first start (static tables,
+    // none committed before) no table can be below the seed: C turns `applied` as usual, and R with it. With
+    // dynamic routing a re-seed cannot be told from a first start when C is seeded, so the rule always holds.
+    const reseeded = (p: number): boolean => this.unvouched.has(p) || this.d.connector.tables.routing.kind === 'dynamic';
+    for (const [p, e] of current) if (e.kind === 'seed' && reseeded(p) && appliedThrough.has(p) && (appliedThrough.get(p) as bigint) < e.offset) next.set(p, e);
     try {
       await commitConnectorPositions(this.positionStore(live), next);
       this.connectorPositions = next;
@@ -315,9 +366,50 @@ export class ConnectorCommitter {
     return oldest;
   }
 
+  /**
+   * The live identity, read every round. A control topic id other than the last round's means the topic was
+   * deleted and recreated (or the cluster failed over: another cluster's topic has its own id): the cursor,
+   * the buffer, C and what was seen applied belong to the old log and start over on the new one (review
+   * N10). The tables whose positions refer to the old log then stop with positions-identity-mismatch.
+   */
   private async identity(): Promise<ControlIdentity> {
-    this.clusterId ??= await this.d.admin.clusterId();
-    return { clusterId: this.clusterId, controlTopicId: await this.d.admin.topicId(this.d.connector.control.topic) };
+    const failedBefore = this.roundOpen;
+    this.roundOpen = true;
+    const controlTopicId = await this.d.admin.topicId(this.d.connector.control.topic);
+    const prior = this.logIdentity;
+    if (this.clusterId === undefined || failedBefore || prior?.controlTopicId !== controlTopicId || this.now() - this.clusterIdReadMs >= CLUSTER_ID_REFRESH_MS) {
+      this.clusterId = await this.d.admin.clusterId();
+      this.clusterIdReadMs = this.now();
+    }
+    const live: ControlIdentity = { clusterId: this.clusterId, controlTopicId };
+    if (prior !== undefined && (prior.controlTopicId !== live.controlTopicId || prior.clusterId !== live.clusterId)) this.forgetLog(prior, live);
+    this.logIdentity = live;
+    return live;
+  }
+
+  /** The control topic is another log now: nothing read of the old one, nor C, may be carried to it. */
+  private forgetLog(prior: ControlIdentity, now: ControlIdentity): void {
+    this.log.error('the control topic is another log now (deleted and recreated, or a failover to another cluster): the committer reads it from its start and seeds the connector position on it; tables whose positions refer to the old log stop (positions-identity-mismatch)', {
+      topic: this.d.connector.control.topic,
+      before: prior,
+      now,
+    });
+    this.control.restart();
+    this.connectorPositions = undefined;
+    this.appliedBefore.clear();
+    this.gaps.clear();
+  }
+
+  /** The keys (connector-position.ts `tableKey`) of the tables this committer knows. */
+  private knownKeys(): Set<string> {
+    return new Set([...this.tables.values()].map((t) => tableKey(t)));
+  }
+
+  /** What the planner gets of C: C itself, and the partitions where it is a seed that vouches for nothing (N5). */
+  private connectorView(): { connectorPositions?: ConnectorPositions; unvouchedSeeds: ReadonlySet<number> } {
+    const c = this.connectorPositions;
+    const unvouchedSeeds = new Set([...this.unvouched].filter((p) => c?.get(p)?.kind === 'seed'));
+    return c === undefined ? { unvouchedSeeds } : { connectorPositions: c, unvouchedSeeds };
   }
 
   /** Learns from this connector's events as they are read: its tables (dynamic routing) and the watermark's reports. */
@@ -342,8 +434,21 @@ export class ConnectorCommitter {
     const c = await loadOrSeedConnectorPositions(this.positionStore(live), new Map(marks.map((m) => [m.partition, m.low])));
     this.connectorPositions = c;
     const routing = this.d.connector.tables.routing;
-    if (routing.kind === 'dynamic') return new Map();
+    if (routing.kind === 'dynamic') {
+      // Reading starts at the log start; what lies between C and it was deleted unread and unvouched for.
+      for (const m of marks) {
+        const e = c.get(m.partition);
+        const at = e?.offset ?? 0n;
+        if (at >= m.low) continue;
+        // R: every table but the excepted ones (stopped, failing or parked then) had applied below it; those
+        // are named by key, and check their own positions once read (a stopped one holds C back).
+        const rest = e?.kind === 'applied' ? e.rest : undefined;
+        this.gaps.note(m.partition, at, m.low, rest !== undefined && rest.offset >= m.low ? rest.except : undefined);
+      }
+      return new Map();
+    }
     const from = new Map([...c].map(([p, e]) => [p, e.offset]));
+    let ranBefore = false;
     // The dead-letter table is one of the connector's tables like the routed ones (its rows are announced alike).
     const deadLetters = this.d.connector.errors.deadLetterTable;
     const tables = [...new Set([...(routing.kind === 'all' ? routing.tables : routing.routes.map((r) => r.table)), ...(deadLetters === null ? [] : [deadLetters])])];
@@ -359,12 +464,30 @@ export class ConnectorCommitter {
       }
       const branch = this.branchOf(id);
       const read = readControlPositions(table.metadata, this.d.connector.name, live, branch);
+      if (read.kind !== 'fresh' && read.kind !== 'unseeded') ranBefore = true; // the connector committed to it
       if (read.kind !== 'positions') continue;
       for (const [p, o] of read.positions) if (from.has(p) && o < (from.get(p) as bigint)) from.set(p, o);
       // A re-apply without positions on some partition reads it from the log start (absent from the map).
       if (reapplyHolds(table.metadata, safeMark(table, this.d.connector.name), read, branch)) for (const p of [...from.keys()]) if (!read.positions.has(p)) from.delete(p);
     }
+    this.reseedCheck(c, ranBefore);
     return from;
+  }
+
+  /**
+   * A seed above offset 0 says records below it are not this connector's; that holds on a first start, not
+   * when the connector had committed to its tables before (C's offsets expired or were deleted): then its
+   * announcements may be among them. Tables with positions compare them with the log start (a seed never
+   * raises them); tables without a position are marked `unvouched` (see there). With dynamic routing no table
+   * is known at this point, so only tables with positions are checked (docs/sink.md).
+   */
+  private reseedCheck(c: ConnectorPositions, ranBefore: boolean): void {
+    const seeds = [...c].filter(([, e]) => e.kind === 'seed' && e.offset > 0n);
+    this.unvouched = new Set(ranBefore ? seeds.map(([p]) => p) : []);
+    if (this.unvouched.size === 0) return;
+    this.log.error('the connector position is a seed above the control topic\'s log start although the connector committed to its tables before (its offsets expired or were deleted): announcements below it may have been deleted; tables without a position there stop (control-records-lost)', {
+      seeds: Object.fromEntries(seeds.map(([p, e]) => [p, e.offset.toString()])),
+    });
   }
 
   /**
@@ -473,7 +596,7 @@ export class ConnectorCommitter {
         nowMs: this.now(),
         isFileMissing: (path) => missing.has(path),
         logStartOffsets: logStart,
-        ...(this.connectorPositions === undefined ? {} : { connectorPositions: this.connectorPositions }),
+        ...this.connectorView(),
         ...(before === undefined ? {} : { appliedBefore: before }),
         readToEnd: !this.control.behind(),
         sources,

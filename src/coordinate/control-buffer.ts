@@ -47,6 +47,13 @@ export interface StoppedNeeds {
   readonly from: ReadonlyMap<number, bigint>;
 }
 
+/** Records of a control partition deleted (retention) before they were read: [from, to). */
+export interface SkippedRange {
+  readonly partition: number;
+  readonly from: bigint;
+  readonly to: bigint;
+}
+
 /** The committer's view of the control topic, for status and metrics. */
 export interface ControlReadStatus {
   /** Records and key+value bytes read from the control topic since start (every record, ours or not). */
@@ -80,6 +87,8 @@ export class ControlBuffer {
   private readonly reads = { records: 0, bytes: 0, otherConnector: 0, foreign: 0, loggedOther: 0, loggedForeign: 0, loggedAtMs: 0 };
   private lagging = false;
   private bufferFull = false;
+  /** Cursor positions the log start had passed when read (since the last `takeSkipped`). */
+  private skipped: SkippedRange[] = [];
 
   constructor(deps: ControlBufferDeps) {
     this.d = deps;
@@ -149,6 +158,9 @@ export class ControlBuffer {
     const cursor = this.cursor;
     for (const m of marks) {
       const at = cursor.get(m.partition);
+      // Reading goes on at the log start, but the records below it were never read here: the committer is
+      // told (takeSkipped), since they may hold announcements of tables it does not know (review N3).
+      if (at !== undefined && at < m.low) this.skipped.push({ partition: m.partition, from: at, to: m.low });
       if (at === undefined || at < m.low) cursor.set(m.partition, m.low);
     }
     const from: TopicPartitionOffset[] = [...cursor].filter(([p, o]) => (marks.find((m) => m.partition === p)?.lastStable ?? 0n) > o).map(([partition, offset]) => ({ topic, partition, offset }));
@@ -184,6 +196,13 @@ export class ControlBuffer {
     }
     this.logIgnored();
     return logStart;
+  }
+
+  /** The ranges the read cursor jumped over since the last call (records deleted before they were read). */
+  takeSkipped(): SkippedRange[] {
+    const out = this.skipped;
+    this.skipped = [];
+    return out;
   }
 
   /**

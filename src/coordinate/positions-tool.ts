@@ -13,7 +13,9 @@
  *              everything applied before (T, C, and the positions of every snapshot of this connector the
  *              table still lists), with summary key icefloe.adopted.<connector>. Rolled-back announcements
  *              are not applied again. On a table without positions (recreated, or written by others first)
- *              this seeds them at C. With `holdsGroupOffsets` (--holds-group-offsets) the snapshot also
+ *              this seeds them at C; so it does on a table whose positions belong to another control topic
+ *              or cluster (positions-identity-mismatch): that stopped table holds C at the start of the live
+ *              log (the committer never carries old-log offsets to it), so nothing announced there is skipped. With `holdsGroupOffsets` (--holds-group-offsets) the snapshot also
  *              records that the table holds every source record below the connector's consumer group's
  *              committed offsets (a table the Apache Iceberg sink or another Connect sink wrote under the
  *              same group): moving the offsets back into them is then refused (docs/operations.md) and a

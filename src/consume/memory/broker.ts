@@ -32,7 +32,8 @@ export function stateError(operation: string, message: string): FatalError {
 }
 
 export class Broker {
-  readonly clusterId: string;
+  /** Changes only by `MemoryKafka.changeClusterId` (a failover to another cluster, as a test stages it). */
+  clusterId: string;
   readonly faults = new FaultQueue();
   readonly uuid: () => string;
   readonly now: () => number;

@@ -2,7 +2,8 @@
  * `MemoryKafka`: an in-memory Kafka cluster for unit tests of the sink task and committer loops. It
  * makes the clients of the Kafka ports (consume/port.ts) — `createSource`, `createProducer`,
  * `createControlReader`, `createAdmin` — and gives the test what a broker operator has: plain produce
- * for source data, retention (`deleteRecordsBefore`), a look at every offset of a partition (records,
+ * for source data, retention (`deleteRecordsBefore`), topics deleted and recreated (a new topic id each
+ * time), a failover (`changeClusterId`), a look at every offset of a partition (records,
  * markers, transaction states), group offsets and membership, session timeouts (`expireMember`), and
  * fault injection (`failNext`).
  *
@@ -61,6 +62,15 @@ export class MemoryKafka {
 
   get clusterId(): string {
     return this.#broker.clusterId;
+  }
+
+  /**
+   * A failover to another cluster as the clients see it: the cluster id they are told changes. Topics keep
+   * their ids; a test that stages a real failover recreates the topics too (another cluster's topic of the
+   * same name has its own id).
+   */
+  changeClusterId(clusterId: string): void {
+    this.#broker.clusterId = clusterId;
   }
 
   // -- clients ----------------------------------------------------------------------------------------

@@ -208,7 +208,9 @@ test('identity mismatch fails closed: the table stops, positions stay put', () =
   assert.ok(p.kind === 'stopped');
   assert.equal(p.reason.code, 'positions-identity-mismatch');
   assert.match(p.reason.message, /recreated-topic/);
-  assert.deepEqual(p.positions, new Map([[0, 1n]]));
+  // The stored positions are the old log's: they are in the reason, never the table's needs on the live log (N10).
+  assert.deepEqual(p.positions, new Map());
+  assert.deepEqual(p.reason.context['storedPositions'], { 0: '1' });
 });
 
 test('expired ancestry fails closed, and so does a table written only by others', () => {
@@ -323,7 +325,9 @@ test('commit id: the same inputs give the same id; a restarted committer finds a
   assert.equal(isPlanCurrent(first, readControlPositions(landed, CONNECTOR, LIVE)), false);
   assert.equal(isPlanCurrent(first, readControlPositions(md, CONNECTOR, LIVE)), true);
   // different ranges, different ids
-  assert.notEqual(commitIdFor(CONNECTOR, TABLE, new Map([[0, { first: 0n, last: 0n }]])), commitIdFor(CONNECTOR, TABLE, new Map([[0, { first: 0n, last: 1n }]])));
+  assert.notEqual(commitIdFor(CONNECTOR, TABLE, new Map([[0, { first: 0n, last: 0n }]]), LIVE.controlTopicId), commitIdFor(CONNECTOR, TABLE, new Map([[0, { first: 0n, last: 1n }]]), LIVE.controlTopicId));
+  // The same offsets of another control topic (recreated: it starts again at 0) are other announcements.
+  assert.notEqual(commitIdFor(CONNECTOR, TABLE, new Map([[0, { first: 0n, last: 0n }]]), LIVE.controlTopicId), commitIdFor(CONNECTOR, TABLE, new Map([[0, { first: 0n, last: 0n }]]), 'recreated-topic'));
 });
 
 test('split announcement: its tail not read yet → the prefix commits and it waits; read whole → it applies once', () => {
