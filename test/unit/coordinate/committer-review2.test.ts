@@ -3,7 +3,7 @@
  * 24) on memory fakes: N2 (a table missing for one round keeps its pending announcements), N8/N8b (C
  * advances for every table that applied while another table's commit throws), N9 (a retriably failing
  * table is parked like a stopped one at the buffer cap, so the others keep committing, and is read again
- * once it recovers).
+ * once it recovers) and N6 (`--reapply` works for the live committer while another table holds C back).
  * Rows are counted by Kafka coordinates.
  */
 import assert from 'node:assert/strict';
@@ -14,6 +14,7 @@ import { ConfigError, RetriableError } from '../../../src/core/errors.ts';
 import { formatIdentifier, NoSuchTableError, parseIdentifier } from '../../../src/commit/port.ts';
 import type { Catalog, TableIdentifier } from '../../../src/commit/port.ts';
 import { ConnectorCommitter } from '../../../src/coordinate/committer.ts';
+import { runPositionsTool } from '../../../src/coordinate/positions-tool.ts';
 import { announce, CONTROL, expected, logged, recordingLogger, Rig, sortCoordinates } from '../runtime/rig.ts';
 
 const ORDERS = 'db.orders';
@@ -192,6 +193,32 @@ test('N9: a table failing retriably round after round is parked at the buffer ca
   assert.deepEqual(sortCoordinates(await rig.tableCoordinates(ORDERS)), expected({ 0: produced }), 'and the other table nothing twice');
 });
 
+test('N6: --reapply works for the live committer while another stopped table holds C below the rolled-back table\'s positions', async (t) => {
+  const rig = await new Rig({ partitions: 1, config: { 'iceberg.tables': `${ORDERS},${REFUNDS}` } }).init();
+  t.after(() => rig.close());
+  const first = await announce(rig, [10]);
+  // refunds loses the file of its first announcement: it stops there and holds C at its start.
+  const lost = (await rig.storedDataFiles()).find((f) => f.includes('/refunds/'));
+  assert.ok(lost !== undefined);
+  await rig.store.delete(lost);
+  const live = committer(rig, rig.catalog);
+  await live.round();
+  const second = await announce(rig, [10]);
+  await live.round();
+  assert.equal(status(live, REFUNDS)?.reason?.code, 'file-missing');
+  await rig.memoryCatalog.setRef(parseIdentifier(ORDERS), await firstSnapshot(rig, ORDERS));
+  await live.round();
+  assert.equal(status(live, ORDERS)?.reason?.code, 'positions-rolled-back');
+  const report = await runPositionsTool({ connector: rig.connector, admin: rig.kafka.createAdmin(), catalog: rig.catalog, store: rig.store, log: recordingLogger(rig.log) }, ORDERS, 'reapply');
+  assert.match(report.result, /^marked/);
+  await live.round();
+  await live.round();
+  assert.equal(status(live, ORDERS)?.state, 'RUNNING', status(live, ORDERS)?.reason?.message);
+  assert.deepEqual(sortCoordinates(await rig.tableCoordinates(ORDERS)), expected({ 0: [...(first[0] ?? []), ...(second[0] ?? [])] }), 're-applied once');
+  const md = (await rig.catalog.loadTable(parseIdentifier(ORDERS))).metadata;
+  assert.equal(md.properties['icefloe.reapply.orders-sink'], undefined, 'a spent mark is removed');
+});
+
 test('N9: the only table, its catalog unreachable round after round, is parked at the cap instead of pausing reading; tried again after the back-off, it gets every record once (the old "reading pauses" test inverted)', async (t) => {
   const rig = await new Rig({ partitions: 1, config: { 'icefloe.control.read.max-bytes': '4096', 'icefloe.control.buffer.max-bytes': '8192' } }).init();
   t.after(() => rig.close());
@@ -224,4 +251,33 @@ test('N9: the only table, its catalog unreachable round after round, is parked a
   }
   assert.equal(retries(), 1);
   assert.deepEqual(sortCoordinates(await rig.tableCoordinates()), expected({ 0: produced }));
+});
+
+test('N6: --reapply refuses, saying what to do, when nothing tells what to re-apply (C held at the table\'s positions, the rolled-back snapshots expired); a restart re-applies', async (t) => {
+  const rig = await new Rig({ partitions: 1, config: { 'iceberg.tables': `${ORDERS},${REFUNDS}` } }).init();
+  t.after(() => rig.close());
+  const first = await announce(rig, [10]);
+  const lost = (await rig.storedDataFiles()).find((f) => f.includes('/refunds/'));
+  assert.ok(lost !== undefined);
+  await rig.store.delete(lost);
+  const live = committer(rig, rig.catalog);
+  await live.round();
+  const second = await announce(rig, [10]);
+  await live.round();
+  const id = parseIdentifier(ORDERS);
+  const s1 = await firstSnapshot(rig, ORDERS);
+  const rolled = (await rig.memoryCatalog.setRef(id, s1)).metadata;
+  await rig.memoryCatalog.replaceMetadata(id, { ...rolled, snapshots: rolled.snapshots.filter((s) => s.snapshotId === s1) });
+  await live.round();
+  assert.equal(status(live, ORDERS)?.reason?.code, 'positions-rolled-back');
+  await assert.rejects(
+    runPositionsTool({ connector: rig.connector, admin: rig.kafka.createAdmin(), catalog: rig.catalog, store: rig.store, log: recordingLogger(rig.log) }, ORDERS, 'reapply'),
+    /nothing to re-apply that can be told.*Restart the connector/,
+  );
+  const md = (await rig.catalog.loadTable(id)).metadata;
+  assert.equal(md.properties['icefloe.reapply.orders-sink'], undefined, 'no mark that would hold nothing');
+  const restarted = committer(rig, rig.catalog);
+  await restarted.round();
+  assert.equal(status(restarted, ORDERS)?.state, 'RUNNING', status(restarted, ORDERS)?.reason?.message);
+  assert.deepEqual(sortCoordinates(await rig.tableCoordinates(ORDERS)), expected({ 0: [...(first[0] ?? []), ...(second[0] ?? [])] }), 'the restart re-applies, each record once');
 });
