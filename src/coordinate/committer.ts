@@ -58,7 +58,7 @@ import { SourceReports, sourceKey } from '../coordinate/watermark.ts';
 import type { SourceKnowledge } from '../coordinate/watermark.ts';
 import type { CrashPoints } from '../core/crash-points.ts';
 import type { ControlPositions } from '../coordinate/control-positions.ts';
-import { controlGroupId, nextAppliedPositions, reapplyHolds, reapplyKey, readReapplyMark, tableKey } from '../coordinate/connector-position.ts';
+import { appliedThroughFor, controlGroupId, nextAppliedPositions, reapplyHolds, reapplyKey, readReapplyMark, tableKey } from '../coordinate/connector-position.ts';
 import type { ConnectorPositions, RestThrough } from '../coordinate/connector-position.ts';
 import { commitConnectorPositions, loadOrSeedConnectorPositions } from '../coordinate/position-store.ts';
 import type { PositionStoreOptions } from '../coordinate/position-store.ts';
@@ -369,6 +369,20 @@ export class ConnectorCommitter {
     return true;
   }
 
+  /**
+   * An announcement for the table is in the buffer past what it applied: past what this committer saw
+   * applied to it and past where C (raised by R) says every table applied (whatever its timestamp).
+   */
+  private waitsInBuffer(ref: TableRef): boolean {
+    const name = tableRefString(ref);
+    const applied = this.appliedBefore.get(name)?.positions;
+    const c = this.connectorPositions === undefined ? new Map<number, bigint>() : appliedThroughFor(this.connectorPositions, ref);
+    return this.control.records.some(
+      (r) => 'event' in r && r.event.type === 'announcement' && r.event.connector === this.d.connector.name && tableRefString(r.event.table) === name &&
+        r.offset >= (applied?.get(r.partition) ?? 0n) && r.offset >= (c.get(r.partition) ?? 0n),
+    );
+  }
+
   /** The Kafka timestamp of the oldest announcement in the buffer for the table past what it applied. */
   private oldestInBuffer(ref: TableRef): number | undefined {
     const name = tableRefString(ref);
@@ -613,11 +627,11 @@ export class ConnectorCommitter {
       return await this.catalog.loadTable(parseIdentifier(formatIdentifier(ref)));
     } catch (e) {
       if (!(e instanceof NoSuchTableError)) throw e;
-      const oldest = this.oldestInBuffer(ref);
-      if (oldest === undefined) {
+      if (!this.waitsInBuffer(ref)) {
         this.running(name, {});
         return 'dropped';
       }
+      const oldest = this.oldestInBuffer(ref);
       this.stop(name, { code: 'table-uuid-mismatch', message: `${name}: announced files wait for a table that does not exist (dropped?); they are kept: if the same table comes back (register_table, a rename back) they are applied, a table created anew under the name stops at them`, context: {} }, oldest);
       return 'missing';
     }

@@ -119,6 +119,25 @@ test('N2: a table missing with pending announcements and recreated (new UUID) is
   assert.deepEqual(await rig.tableCoordinates(ORDERS), []);
 });
 
+test('N2: a dropped table with nothing waiting does not stop, also after a restart that reads its applied announcements again (another table holds C back)', async (t) => {
+  const rig = await new Rig({ partitions: 1, config: { 'iceberg.tables': `${ORDERS},${REFUNDS}` } }).init();
+  t.after(() => rig.close());
+  await announce(rig, [10]);
+  const lost = (await rig.storedDataFiles()).find((f) => f.includes('/refunds/'));
+  assert.ok(lost !== undefined);
+  await rig.store.delete(lost);
+  const live = committer(rig, rig.catalog);
+  await live.round();
+  assert.equal(status(live, REFUNDS)?.reason?.code, 'file-missing');
+  await rig.memoryCatalog.dropTable(parseIdentifier(ORDERS));
+  await live.round();
+  assert.equal(status(live, ORDERS)?.state, 'RUNNING', status(live, ORDERS)?.reason?.message);
+  // Restarted: reading starts where refunds needs it, below orders' applied announcement.
+  const restarted = committer(rig, rig.catalog);
+  await restarted.round();
+  assert.equal(status(restarted, ORDERS)?.state, 'RUNNING', status(restarted, ORDERS)?.reason?.message);
+});
+
 for (const fault of ['retriable', 'config'] as const) {
   test(`N8: while another table's commit throws (${fault}) in every round, C advances as applied; a restarted committer stops a rolled-back table instead of re-applying it`, async (t) => {
     const rig = await new Rig({ partitions: 1, config: { 'iceberg.tables': `${ORDERS},${REFUNDS}` } }).init();
