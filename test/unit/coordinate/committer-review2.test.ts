@@ -13,6 +13,7 @@ import { NO_CRASH_POINTS } from '../../../src/core/crash-points.ts';
 import { ConfigError, RetriableError } from '../../../src/core/errors.ts';
 import { formatIdentifier, NoSuchTableError, parseIdentifier } from '../../../src/commit/port.ts';
 import type { Catalog, TableIdentifier } from '../../../src/commit/port.ts';
+import { updateProperties } from '../../../src/commit/table-ops.ts';
 import { ConnectorCommitter } from '../../../src/coordinate/committer.ts';
 import { runPositionsTool } from '../../../src/coordinate/positions-tool.ts';
 import { announce, CONTROL, expected, logged, recordingLogger, Rig, sortCoordinates } from '../runtime/rig.ts';
@@ -70,6 +71,11 @@ async function controlPosition(rig: Rig): Promise<{ offset: bigint; metadata: st
   const [c] = await rig.kafka.createAdmin().groupOffsets('cg-control-orders-sink', CONTROL);
   assert.ok(c !== undefined, 'C is committed');
   return { offset: c.offset, metadata: c.metadata ?? '' };
+}
+
+/** One commit attempt per round for `table` (no in-round retries): a retriable failure costs a round, not seconds. */
+async function oneAttempt(rig: Rig, table: string): Promise<void> {
+  await updateProperties({ catalog: rig.catalog, store: rig.store }, parseIdentifier(table), { 'commit.retry.num-retries': '0' });
 }
 
 async function firstSnapshot(rig: Rig, table: string): Promise<bigint> {
@@ -146,6 +152,7 @@ for (const fault of ['retriable', 'config'] as const) {
     const catalog = withFaults(rig.catalog, REFUNDS, faults);
     const live = committer(rig, catalog);
     const first = await announce(rig, [10]);
+    await oneAttempt(rig, REFUNDS);
     await live.round();
     await announce(rig, [10]);
     await live.round();
@@ -164,6 +171,7 @@ test('N8b: a table idle while another table\'s commit throws in every round surv
   const catalog = withFaults(rig.catalog, REFUNDS, { missing: false, commit: 'retriable' });
   const live = committer(rig, catalog);
   const first = await announce(rig, [10]);
+  await oneAttempt(rig, REFUNDS);
   await live.round();
   await live.round();
   const [marks] = await rig.kafka.createAdmin().watermarks(CONTROL);
@@ -187,6 +195,7 @@ test('N9: a table failing retriably round after round is parked at the buffer ca
   const clock = { ms: 1_800_000_000_000 };
   const live = committer(rig, withFaults(rig.catalog, REFUNDS, faults), clock);
   const produced = await announce(rig, [10]).then((p) => p[0] ?? []);
+  await oneAttempt(rig, REFUNDS);
   await live.round();
   faults.commit = 'retriable';
   for (let i = 0; i < 30; i++) produced.push(...((await announce(rig, [10]))[0] ?? []));
