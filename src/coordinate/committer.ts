@@ -10,8 +10,9 @@
  * read new control records into a buffer, then per table (in name order): load it, read its positions,
  * check the announced files exist, plan, and append with a requirement on the snapshot read (a plan made stale by another commit is
  * planned again). A table that cannot be applied stops with its reason; one whose commit fails (catalog
- * refuses, outcome unknown, retries exhausted) is retried next round or stopped; either way the others go
- * on. Records every table is past are dropped from the buffer, and that point is committed as the
+ * refuses, outcome unknown, retries exhausted), or that the catalog does not find while announcements wait
+ * for it, is retried next round and held meanwhile like a stopped one (its needs keep its records and C
+ * back); either way the others go on. Records every table is past are dropped from the buffer, and that point is committed as the
  * connector position C (connector-position.ts), every round, changed or not, with R: where every table but
  * the stopped, failing and parked ones is, so that a table holding C back does not make the others look
  * behind when retention deletes the log below C (only the tables that lost announcements stop).
@@ -24,9 +25,11 @@
  * Catch-up is incremental: a round reads a bounded step of the control topic (control-buffer.ts), plans
  * and commits what it has (the planner only includes whole announcements), and while it is behind the loop
  * starts the next round right away (`behind()`). Memory: the buffer holds only this connector's records
- * that tables still need, and it is capped: at the cap, records only stopped tables need are dropped — those
- * tables are "parked" (not planned again in this process; a restart reads their records again from their
- * stored positions) — and if what remains is still at the cap, reading pauses with an error in the log.
+ * that tables still need, and it is capped: at the cap, records only held tables (stopped, failing, missing)
+ * need are dropped — those tables are "parked": not planned until their records are read again from their
+ * stored positions, by a restart for stopped ones, and for failing or missing ones by a re-read the
+ * committer starts after a back-off (`retryParked`) — and if what remains is still at the cap, reading
+ * pauses with an error in the log.
  * This file says what the tables need (trim points, parking candidates, where reading starts); the buffer
  * (control-buffer.ts) reads, holds, counts and drops.
  *
@@ -57,7 +60,7 @@ import type { SourceKnowledge } from '../coordinate/watermark.ts';
 import type { SourceLogs } from '../coordinate/source-applied.ts';
 import type { CrashPoints } from '../core/crash-points.ts';
 import type { ControlPositions } from '../coordinate/control-positions.ts';
-import { controlGroupId, nextAppliedPositions, reapplyHolds, reapplyKey, readReapplyMark, tableKey } from '../coordinate/connector-position.ts';
+import { appliedThroughFor, controlGroupId, nextAppliedPositions, reapplyHolds, reapplyKey, readReapplyMark, tableKey } from '../coordinate/connector-position.ts';
 import type { ConnectorPositions, RestThrough } from '../coordinate/connector-position.ts';
 import { commitConnectorPositions, loadOrSeedConnectorPositions } from '../coordinate/position-store.ts';
 import type { PositionStoreOptions } from '../coordinate/position-store.ts';
@@ -112,6 +115,13 @@ export interface CommitRecord {
 }
 
 const MAX_REPLANS = 5;
+/**
+ * A table parked while its commits fail (or the catalog does not find it) is tried again after this much,
+ * doubling each time it is parked again, up to the maximum: each try reads the control topic again from its
+ * stored positions, so the others are not made to re-read it every round.
+ */
+const PARKED_RETRY_MIN_MS = 30_000;
+const PARKED_RETRY_MAX_MS = 600_000;
 const FILE_CHECK_CONCURRENCY = 16;
 /**
  * The Kafka cluster id is read by a client of its own (a metadata round trip), so not every round: again
@@ -155,6 +165,13 @@ export class ConnectorCommitter {
   private readonly failures = new Map<string, number>();
   /** C as last read or committed (undefined until the first round read it). */
   private connectorPositions: ConnectorPositions | undefined;
+  /**
+   * Per table, from where it needed the buffer when it was last planned (per control partition): what a
+   * table whose commit throws, or that the catalog does not find, still needs (it was not planned this round).
+   */
+  private readonly lastNeeds = new Map<string, ReadonlyMap<number, bigint>>();
+  /** Tables parked while failing or missing: when they are tried again (the buffer read again), and the back-off. */
+  private readonly parkedRetry = new Map<string, { atMs: number; delayMs: number }>();
   /** What this committer saw applied to each table (live rollback detection). */
   private readonly appliedBefore = new Map<string, { readonly tableUuid: string; readonly positions: ControlPositions }>();
   /** The latest cycle-complete report per source partition read so far (the watermark's memory). */
@@ -241,10 +258,11 @@ export class ConnectorCommitter {
     const made: CommitRecord[] = [];
     const trimAt = new Map<number, bigint>();
     const stopped: StoppedNeeds[] = [];
-    let keepBuffer = false;
     let reread = false;
-    /** Tables whose needs are not in trimAt (stopped, failing, parked): R's except list. */
+    /** Tables whose needs are not in trimAt (stopped, failing, missing, parked): R's except list. */
     const except: string[] = [];
+    /** Tables held for a cause that may go away on its own (commit failing, table missing): tried again once parked. */
+    const recoverable: string[] = [];
     for (let i = 0; i < names.length; i++) {
       const name = names[i] as string;
       const ref = this.tables.get(name) as TableRef;
@@ -259,14 +277,26 @@ export class ConnectorCommitter {
         this.clearFailing(name);
       } catch (e) {
         // One table's trouble must not hold the others back (catalog or store unreachable, retries
-        // exhausted, the catalog refusing the commit, an unknown outcome): it is tried again next round,
-        // its announcements kept in the buffer meanwhile, and C stays where it is. Anything that is not
-        // one of our errors is a bug (or a test's crash) and ends the round. So does a lost lease (distributed
-        // mode): another worker commits now, and this committer must not touch any table or C again.
+        // exhausted, the catalog refusing the commit, an unknown outcome): it is tried again next round and
+        // held like a stopped table meanwhile: its announcements stay in the buffer (parked at the cap) and C
+        // stays below them, while C and the trim point move on for the tables that applied (review N8, N9).
+        // Anything that is not one of our errors is a bug (or a test's crash) and ends the round. So does a
+        // lost lease (distributed mode): another worker commits now, and this committer must not touch any
+        // table or C again.
         if (!(e instanceof IcefloeError) || e.code === 'LEASE_LOST') throw e;
-        keepBuffer = true;
-        except.push(tableKey(ref));
         this.tableFailed(name, ref, e);
+        stopped.push({ name, from: this.heldNeeds(name) });
+        except.push(tableKey(ref));
+        recoverable.push(name);
+        continue;
+      }
+      this.parkedRetry.delete(name);
+      if (result.missing === true) {
+        // Not found, with announcements waiting (review N2): the same table may come back (register_table,
+        // a rename back, a lagging catalog replica), so its announcements are kept and C stays below them.
+        stopped.push({ name, from: this.heldNeeds(name) });
+        except.push(tableKey(ref));
+        recoverable.push(name);
         continue;
       }
       const { plan, commit } = result;
@@ -278,30 +308,31 @@ export class ConnectorCommitter {
       // What this table still needs from the buffer: a stopped or waiting table everything from its
       // effective position on each control partition (its stored one, raised by C): trimming those would
       // lose announcements it has not applied yet.
-      const cursor = this.control.readThrough();
       const pending = result.reread === true || (plan !== undefined && (plan.kind === 'stopped' || plan.waiting > 0));
-      // A stopped table's needs are kept apart: they are the first to go when the buffer is full.
-      const needs = plan?.kind === 'stopped' ? new Map<number, bigint>() : trimAt;
+      const own = new Map<number, bigint>();
+      // Never past what was read: positions a stopped table stores may refer to another log (identity).
+      for (const [p, end] of this.control.readThrough()) own.set(p, pending ? min(plan?.positions.get(p) ?? 0n, end) : end);
+      this.lastNeeds.set(name, own);
       if (plan?.kind === 'stopped') {
-        stopped.push({ name, from: needs });
+        // A stopped table's needs are kept apart: they are the first to go when the buffer is full.
+        stopped.push({ name, from: own });
         except.push(tableKey(ref));
-      }
-      for (const [p, end] of cursor) {
-        // Never past what was read: positions a stopped table stores may refer to another log (identity).
-        const o = pending ? min(plan?.positions.get(p) ?? 0n, end) : end;
-        needs.set(p, needs.has(p) ? min(needs.get(p) as bigint, o) : o);
+      } else {
+        for (const [p, o] of own) trimAt.set(p, trimAt.has(p) ? min(trimAt.get(p) as bigint, o) : o);
       }
     }
     for (const [p, end] of this.control.readThrough()) if (!trimAt.has(p)) trimAt.set(p, end);
-    if (!keepBuffer) this.control.trim(trimAt, stopped);
-    // C may not pass what a stopped or parked table still needs, even when the buffer no longer holds it.
+    this.control.trim(trimAt, stopped);
+    if (this.retryParked(recoverable)) reread = true;
+    // C may not pass what a stopped, failing or parked table still needs, even when the buffer no longer holds it.
     const appliedThrough = new Map(trimAt);
     for (const from of [...stopped.map((t) => t.from), ...this.control.parkedFrom(), this.gaps.needs(this.knownKeys())]) for (const [p, o] of from) appliedThrough.set(p, min(appliedThrough.get(p) ?? o, o));
     // R: where every table but the excepted ones is (trimAt), whatever holds C back.
-    await this.commitConnectorPosition(live, keepBuffer ? new Map() : appliedThrough, { through: trimAt, except });
+    await this.commitConnectorPosition(live, appliedThrough, { through: trimAt, except });
     if (reread) {
-      // A table re-applies from below what the buffer holds: read the control topic again from the
-      // lowest position any table needs (startPositions) in the next round; parked tables are read again too.
+      // A table re-applies from below what the buffer holds, or a parked table is tried again: read the
+      // control topic again from the lowest position any table needs (startPositions) in the next round;
+      // every parked table is read again too.
       this.control.restart();
     }
     this.roundOpen = false;
@@ -351,6 +382,57 @@ export class ConnectorCommitter {
       return;
     }
     this.stop(name, { code: 'commit-failed', message: `${name}: the commit failed and cannot be retried as is (${e.code}): ${e.message}; it is tried again every round`, context: { errorCode: e.code, consecutive: n } }, oldest);
+  }
+
+  /**
+   * What a table that was not planned this round (its commit threw, or the catalog did not find it) still
+   * needs from the buffer: what it needed when last planned, or, never planned in this process, everything
+   * the buffer holds (its floor: where reading started, at or below the table's positions). Never past what
+   * was read.
+   */
+  private heldNeeds(name: string): Map<number, bigint> {
+    const last = this.lastNeeds.get(name);
+    const floor = this.control.floor();
+    const out = new Map<number, bigint>();
+    for (const [p, end] of this.control.readThrough()) out.set(p, min(last?.get(p) ?? floor.get(p) ?? 0n, end));
+    return out;
+  }
+
+  /**
+   * Tables held this round for a cause that may pass (`recoverable`) and parked at the buffer cap are tried
+   * again after a back-off: true when one is due, and the control topic is to be read again (from the
+   * lowest position any table needs, theirs included) so that they are planned over everything they need.
+   */
+  private retryParked(recoverable: readonly string[]): boolean {
+    const now = this.now();
+    for (const name of recoverable) {
+      if (!this.control.isParked(name)) continue;
+      const prior = this.parkedRetry.get(name);
+      if (prior !== undefined && prior.atMs !== Number.POSITIVE_INFINITY) continue; // parked before this round
+      const delayMs = prior === undefined ? PARKED_RETRY_MIN_MS : Math.min(prior.delayMs * 2, PARKED_RETRY_MAX_MS);
+      this.parkedRetry.set(name, { atMs: now + delayMs, delayMs });
+      this.log.warn('table parked while it cannot commit: the others go on; it is tried again later, reading its records again from its stored positions', { table: name, retryInMs: delayMs });
+    }
+    const due = [...this.parkedRetry].filter(([name, r]) => this.control.isParked(name) && r.atMs <= now).map(([name]) => name);
+    if (due.length === 0) return false;
+    // Marked as tried: parked again, it waits twice as long; a round that gets through forgets it.
+    for (const name of due) this.parkedRetry.set(name, { atMs: Number.POSITIVE_INFINITY, delayMs: this.parkedRetry.get(name)?.delayMs ?? PARKED_RETRY_MIN_MS });
+    this.log.info('parked tables are tried again; reading the control topic again from their positions', { tables: due });
+    return true;
+  }
+
+  /**
+   * An announcement for the table is in the buffer past what it applied: past what this committer saw
+   * applied to it and past where C (raised by R) says every table applied (whatever its timestamp).
+   */
+  private waitsInBuffer(ref: TableRef): boolean {
+    const name = tableRefString(ref);
+    const applied = this.appliedBefore.get(name)?.positions;
+    const c = this.connectorPositions === undefined ? new Map<number, bigint>() : appliedThroughFor(this.connectorPositions, ref);
+    return this.control.records.some(
+      (r) => 'event' in r && r.event.type === 'announcement' && r.event.connector === this.d.connector.name && tableRefString(r.event.table) === name &&
+        r.offset >= (applied?.get(r.partition) ?? 0n) && r.offset >= (c.get(r.partition) ?? 0n),
+    );
   }
 
   /** The Kafka timestamp of the oldest announcement in the buffer for the table past what it applied. */
@@ -567,7 +649,7 @@ export class ConnectorCommitter {
     if (id !== undefined && marks !== undefined) logs.topicIds.set(topic, id);
   }
 
-  private async commitTable(ref: TableRef, live: ControlIdentity, logStart: ReadonlyMap<number, bigint>, sources: SourceKnowledge): Promise<{ plan: TablePlan | undefined; commit?: CommitRecord; reread?: boolean }> {
+  private async commitTable(ref: TableRef, live: ControlIdentity, logStart: ReadonlyMap<number, bigint>, sources: SourceKnowledge): Promise<{ plan: TablePlan | undefined; commit?: CommitRecord; reread?: boolean; missing?: boolean }> {
     const { connector } = this.d;
     const name = tableRefString(ref);
     const id = parseIdentifier(formatIdentifier(ref));
@@ -576,7 +658,7 @@ export class ConnectorCommitter {
       this.step('otherTables'); // the tables committed before this one in the round
       const table = await this.loadOrDropped(ref);
       this.step('tableLoad');
-      if (table === undefined) return { plan: undefined };
+      if (typeof table === 'string') return { plan: undefined, ...(table === 'missing' ? { missing: true } : {}) };
       const positions = readControlPositions(table.metadata, connector.name, live, branch);
       const reread = this.needsReread(table, positions, branch);
       if (reread) {
@@ -675,18 +757,24 @@ export class ConnectorCommitter {
     }
   }
 
-  /** The table, or undefined when it does not exist: running if nothing waits for it, stopped otherwise. */
-  private async loadOrDropped(ref: TableRef): Promise<LoadedTable | undefined> {
+  /**
+   * The table; `dropped` when it does not exist and nothing waits for it (running: perhaps about to be
+   * recreated); `missing` when it does not exist and announcements wait for it (stopped, and held: the same
+   * table may come back, and then they are applied; a table recreated with a new UUID stops at them).
+   */
+  private async loadOrDropped(ref: TableRef): Promise<LoadedTable | 'dropped' | 'missing'> {
     const name = tableRefString(ref);
     try {
       return await this.catalog.loadTable(parseIdentifier(formatIdentifier(ref)));
     } catch (e) {
       if (!(e instanceof NoSuchTableError)) throw e;
-      // Dropped with nothing waiting for it (perhaps about to be recreated): nothing to stop for.
+      if (!this.waitsInBuffer(ref)) {
+        this.running(name, {});
+        return 'dropped';
+      }
       const oldest = this.oldestInBuffer(ref);
-      if (oldest === undefined) this.running(name, {});
-      else this.stop(name, { code: 'table-uuid-mismatch', message: `${name}: announced files wait for a table that does not exist (dropped?)`, context: {} }, oldest);
-      return undefined;
+      this.stop(name, { code: 'table-uuid-mismatch', message: `${name}: announced files wait for a table that does not exist (dropped?); they are kept: if the same table comes back (register_table, a rename back) they are applied, a table created anew under the name stops at them`, context: {} }, oldest);
+      return 'missing';
     }
   }
 

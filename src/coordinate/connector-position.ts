@@ -25,7 +25,8 @@
  *
  * Tables that move backwards (rollback, branch reset, drop and recreate) are stopped with
  * `positions-rolled-back` unless an operator chose a recovery with `icefloe positions` (positions-tool.ts):
- *   --reapply  table property icefloe.reapply.<connector> = {"snapshot-id": S, "through": {p: C[p]}}:
+ *   --reapply  table property icefloe.reapply.<connector> = {"snapshot-id": S, "through": {p: X[p]}} with X
+ *              what the table had applied: C raised by R and by the snapshots of the connector it still lists:
  *              while the table's positions come from S or a descendant and are below `through`, the
  *              table is planned from its own positions (C does not raise them) and no rollback check fires;
  *   --adopt    a snapshot without files whose positions are at least everything applied before
@@ -163,7 +164,7 @@ function raisedBy(e: ConnectorPositionEntry, key: string): bigint {
 export interface ReapplyMark {
   /** The table's positions come from this snapshot (or a descendant) while the mark holds. */
   readonly snapshotId: bigint;
-  /** C at the time of marking: the mark is spent once the table's positions reach it everywhere. */
+  /** What the table had applied when marked (C, raised by R and its listed snapshots): the mark is spent once nothing of the table is left below it. */
   readonly through: ControlPositions;
 }
 

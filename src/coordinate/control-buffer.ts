@@ -8,9 +8,10 @@
  * topic `behind()` says so (the loop starts the next round right away). Memory: only this connector's
  * records are buffered (a shared control topic's other records are counted and dropped at once), the
  * buffer holds what tables still need, and it is capped (icefloe.control.buffer.max-bytes): at the cap,
- * records only stopped tables need are dropped — those tables are "parked" (not planned again in this
- * process; a restart reads their records again from their stored positions) — and if what remains is still
- * at the cap, reading pauses with an error in the log.
+ * records only held tables need (stopped, failing or missing ones) are dropped — those tables are "parked"
+ * (not planned again until the control topic is read again from their stored positions: after a restart
+ * for stopped ones, when the committer tries them again for the others) — and if what remains is still at
+ * the cap, reading pauses with an error in the log.
  *
  * Owns: the buffered records and their byte accounting, the cap and parking, the read counters, the read
  * cursor and the floor (from where on the buffer holds everything). Must not: plan or commit, touch the
@@ -41,7 +42,10 @@ export interface ControlBufferDeps {
   readonly onEvent: (event: ControlEvent) => void;
 }
 
-/** A stopped table and, per control partition, the offset from which it still needs the buffer. */
+/**
+ * A table held back (stopped by its plan, its commit failing, or missing from the catalog with announcements
+ * waiting) and, per control partition, the offset from which it still needs the buffer.
+ */
 export interface StoppedNeeds {
   readonly name: string;
   readonly from: ReadonlyMap<number, bigint>;
@@ -67,7 +71,10 @@ export interface ControlReadStatus {
   readonly bufferedBytes: number;
   /** The last round stopped before the end of the control topic (catching up). */
   readonly behind: boolean;
-  /** Stopped tables whose records were dropped at the buffer cap: they resume only after a restart. */
+  /**
+   * Held tables (stopped, failing, missing) whose records were dropped at the buffer cap: stopped ones
+   * resume after a restart, failing and missing ones when the committer tries them again (a re-read).
+   */
   readonly parkedTables: readonly string[];
 }
 
@@ -80,7 +87,7 @@ export class ControlBuffer {
   /** Key+value bytes of each buffered record (for the buffer cap) and their sum. */
   private readonly recordBytes = new WeakMap<ControlRecordRead, number>();
   private bufferBytes = 0;
-  /** Stopped tables whose records were dropped from the buffer: not planned again until a restart re-reads them. */
+  /** Held tables whose records were dropped from the buffer: not planned again until a re-read (`restart`) brings them back. */
   private readonly parked = new Set<string>();
   /** What each parked table still needs per control partition: C stays below it. */
   private readonly parkedNeeds = new Map<string, ReadonlyMap<number, bigint>>();
@@ -125,6 +132,11 @@ export class ControlBuffer {
   /** The table's records were dropped at the cap: planning it now could skip them. */
   isParked(name: string): boolean {
     return this.parked.has(name);
+  }
+
+  /** Per control partition, the offset from which the buffer holds every record (where reading started, raised by trims). */
+  floor(): ReadonlyMap<number, bigint> {
+    return this.bufferFloor;
   }
 
   /** What the parked tables still need, per control partition. */
@@ -173,8 +185,8 @@ export class ControlBuffer {
     const { readMaxBytes, bufferMaxBytes } = this.d.connector.control;
     const room = bufferMaxBytes - this.bufferBytes;
     if (room <= 0) {
-      // Every table that is not stopped still needs all that is held (a table failing round after round,
-      // or one waiting for parts past the cap): reading more would only grow memory.
+      // Every table that is not held back still needs all that is held (one waiting for parts past the
+      // cap; failing tables are parked like stopped ones): reading more would only grow memory.
       if (!this.bufferFull) this.d.log.error('control buffer full: reading the control topic pauses until tables commit (raise icefloe.control.buffer.max-bytes if this persists)', { bufferedBytes: this.bufferBytes, bufferedRecords: this.buffer.length, bufferMaxBytes });
       this.bufferFull = true;
       return logStart;
@@ -261,10 +273,10 @@ export class ControlBuffer {
   }
 
   /**
-   * Keeps what running tables need (from `running`, per control partition) and what stopped ones need
+   * Keeps what running tables need (from `running`, per control partition) and what held ones need
    * (each from its positions), unless that is over the buffer cap: then only what running tables need is
-   * kept, and the stopped tables that lose records by it are parked (never planned again here: a plan
-   * over a buffer with a hole would skip announcements).
+   * kept, and the held tables that lose records by it are parked (not planned again until a re-read: a
+   * plan over a buffer with a hole would skip announcements).
    */
   private trimBuffer(running: ReadonlyMap<number, bigint>, stopped: readonly StoppedNeeds[]): ReadonlyMap<number, bigint> {
     const keepAt = new Map(running);
@@ -284,7 +296,7 @@ export class ControlBuffer {
       this.parkedNeeds.set(t.name, t.from);
     }
     const leanBytes = this.bytesOf(lean);
-    this.d.log.warn('control buffer full: dropped the records only stopped tables need; they resume after a restart, which reads them again from their stored positions', {
+    this.d.log.warn('control buffer full: dropped the records only stopped or failing tables need; each is read again from its stored positions (a stopped table after a restart, a failing one when it is tried again)', {
       tables: losing,
       droppedBytes: keptBytes - leanBytes,
       bufferMaxBytes: this.d.connector.control.bufferMaxBytes,

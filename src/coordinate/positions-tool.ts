@@ -5,7 +5,9 @@
  *   --reapply  the announcements the table lost are applied again, from its current (rolled-back)
  *              positions: sets the table property icefloe.reapply.<connector> (connector-position.ts),
  *              which makes the committer plan the table from T instead of raising it to C, until T reaches
- *              C as it was when marked (the committer then removes the mark). Nothing is written twice:
+ *              what it had applied (C as it was when marked, raised by R and by the positions of the
+ *              snapshots the table still lists: the ones it was rolled back from; the committer then removes
+ *              the mark); refused when that is not above T anywhere (nothing could be re-applied). Nothing is written twice:
  *              the table no longer holds what is re-applied, and the snapshot ids and commit ids of the
  *              re-application are the committer's usual ones. Announcements already deleted by retention
  *              cannot come back: the table then stops as control-records-lost.
@@ -103,8 +105,19 @@ export async function runPositionsTool(deps: PositionsToolDeps, tableName: strin
   if (action === 'reapply') {
     if (read.kind !== 'positions') throw new ConfigError(`${tableName} has no positions of connector ${connector.name} to re-apply from (${read.kind}); use --adopt`);
     if (c === undefined) throw new ConfigError(`connector ${connector.name} has no connector position yet (its committer never ran): nothing to re-apply`);
-    // C, raised by R where the connector says this table applied further (connector-position.ts).
-    const through = appliedThroughFor(c, id);
+    // What the table had applied before it was rolled back: C, raised by R where the connector says this
+    // table applied further (connector-position.ts), and raised by every snapshot of this connector the
+    // table still lists. C alone is not enough: another table stopped or failing holds C back, and a
+    // rolled-back table is excepted from R, so C can lie at or below the table's own positions; a mark
+    // through C would then hold nothing, and the live committer would keep the table stopped (review N6).
+    const through = new Map(appliedThroughFor(c, id));
+    for (const [p, o] of listedPositions(table, connector.name, live)) if (o > (through.get(p) ?? -1n)) through.set(p, o);
+    if (![...through].some(([p, o]) => (read.positions.get(p) ?? -1n) < o)) {
+      throw new ConfigError(
+        `${tableName}: nothing to re-apply that can be told from the table and the connector position: its positions (${encodePositions(read.positions)}) are at or past C (${encodePositions(through)}), and no snapshot it lists carries positions beyond them (expired?). ` +
+          'Restart the connector: a restarted committer reads the control topic from the table\'s own positions and applies what follows them; or --adopt to keep the table as it is',
+      );
+    }
     const mark = encodeReapplyMark({ snapshotId: read.snapshotId, through });
     const after = await updateProperties({ catalog: deps.catalog, store: deps.store }, id, { [reapplyKey(connector.name)]: mark });
     return report(`marked: the committer applies the table's announcements again from its positions (snapshot ${read.snapshotId}) up to ${encodePositions(through)}`, after);
@@ -147,11 +160,18 @@ function adoptPositions(table: LoadedTable, read: PositionsRead, c: ReadonlyMap<
   };
   if (read.kind === 'positions') for (const [p, o] of read.positions) raise(p, o);
   for (const [p, o] of c ?? []) raise(p, o);
+  for (const [p, o] of listedPositions(table, connector, live)) raise(p, o);
+  return out;
+}
+
+/** Per control partition, the highest position any snapshot of this connector on this log the table lists carries. */
+function listedPositions(table: LoadedTable, connector: string, live: ControlIdentity): Map<number, bigint> {
+  const out = new Map<number, bigint>();
   for (const s of table.metadata.snapshots) {
     const text = s.summary[controlOffsetsKey(connector)];
     if (text === undefined || s.summary[controlTopicIdKey(connector)] !== live.controlTopicId || s.summary[kafkaClusterIdKey(connector)] !== live.clusterId) continue;
     try {
-      for (const [p, o] of decodePositions(text)) raise(p, o);
+      for (const [p, o] of decodePositions(text)) if (o > (out.get(p) ?? -1n)) out.set(p, o);
     } catch {
       // a malformed old snapshot adds nothing
     }

@@ -12,6 +12,9 @@
  *     worker, its only task FAILED, exits 1); once the catalog is back a restart lands everything exactly once.
  * (d) A table dropped and recreated while the worker runs: records produced after the recreate land in
  *     the new table exactly once, without a restart.
+ * (f) A table dropped while announcements wait for it, then registered again from its metadata file
+ *     (`register_table`, the same UUID): the pending announcements are kept, not skipped; after the repair
+ *     every record is in the table exactly once (review N2).
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
@@ -272,4 +275,70 @@ test('(e) static tables [a, b], b missing, auto-create off, unrouted=skip: every
   assert.equal(stopped.reduce((n, l) => n + Number(l['unroutedSkipped'] ?? 0), 0), 0, 'no record skipped as a whole');
   assert.ok(worker.logs('table does not exist: records routed to it are skipped for it and written to their other tables (icefloe.tables.unrouted=skip); looked up again next cycle').some((l) => l['table'] === `${ns}.b`));
   await assertExactlyOnce(a, produced);
+});
+
+test('(f) a table dropped while announcements wait for it, then registered again (register_table, same UUID): nothing skipped, every record exactly once (review N2)', { timeout: TIMEOUT }, async (t) => {
+  const res = await e2eResources(t);
+  const e = stackEndpoints();
+  await requireReachable('Fault-injection proxy (catalog route)', e.proxyCatalogUri);
+  const proxy = new FaultProxy(e.proxyControlUrl);
+  const topic = unique('ops-register');
+  const control = unique('ops-control');
+  const name = unique('ops-f');
+  const ns = uniqueIdent('ops');
+  const table = `${ns}.events`;
+  res.topics.push(topic, control);
+  res.tables.push(table);
+  const spec = sinkConnector({
+    name,
+    topics: topic,
+    controlTopic: control,
+    config: { ...SCHEMALESS_JSON_AUTO, 'tasks.max': '2', 'iceberg.tables': table, 'iceberg.catalog.uri': e.proxyCatalogUri },
+  });
+  const first = await produceJson(topic, 2, records(0, 200, 2));
+  const worker = startWorker({ worker: { 'icefloe.tasks.mode': 'in-process' }, connectors: [spec] });
+  res.workers.push(worker);
+  await waitCommitted(worker, table, first.length, 120_000);
+
+  // The catalog throttles the table's commits, so what the tasks announce next waits in the committer.
+  const rule = await proxy.arm({ target: 'catalog', match: { method: 'POST', path: `^/v1/namespaces/${ns}/tables/events$` }, times: 0, fault: { kind: 'status', code: 429 } });
+  t.after(() => proxy.remove(rule).catch(() => undefined));
+  const second = await produceJson(topic, 2, records(200, 200, 2));
+  const want = endOffsets([...first, ...second], 2);
+  const announced = async (): Promise<boolean> => (await committedOffsets(`connect-${name}`, topic, 2)).every((o, p) => o === want[p]);
+  for (const end = Date.now() + 90_000; !(await announced()); await sleep(500)) {
+    assert.ok(Date.now() < end && alive(worker), 'the tasks announce the second batch (their source offsets are committed)');
+  }
+  for (const end = Date.now() + 60_000; !worker.logs('table commit failed; retrying next round').some((l) => l['table'] === table); await sleep(250)) {
+    assert.ok(Date.now() < end, 'the committer meets the throttled commit');
+  }
+
+  // Dropped (not purged) while those announcements wait: the committer finds no table with announcements waiting.
+  const catalog = restCatalog();
+  t.after(() => catalog.close());
+  const id = parseIdentifier(table);
+  const old = await catalog.loadTable(id);
+  await catalog.dropTable(id);
+  const missing = (): boolean => worker.logs('table stopped: nothing is committed to it until an operator repairs it').some((l) => l['code'] === 'table-uuid-mismatch' && String(l['reason']).includes('does not exist (dropped?)'));
+  for (const end = Date.now() + 60_000; !missing(); await sleep(250)) assert.ok(Date.now() < end, 'the committer finds the table missing with announcements waiting');
+  // A stopped table fails the connector's tasks; the worker, with no task left, exits by itself.
+  const exited = await Promise.race([worker.exited, sleep(60_000).then(() => 'still running')]);
+  if (exited === 'still running') await worker.kill();
+
+  // The operator undoes the drop with register_table from the last metadata file (the same table UUID),
+  // and the catalog accepts commits again; a restart picks the table up where it was.
+  const registered = await fetch(`${e.catalogUri}/v1/namespaces/${encodeURIComponent(ns)}/register`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ name: 'events', 'metadata-location': old.metadataLocation }),
+  });
+  assert.equal(registered.status, 200, await registered.text());
+  assert.equal((await catalog.loadTable(id)).metadata.tableUuid, old.metadata.tableUuid);
+  await proxy.remove(rule);
+  const restarted = startWorker({ worker: { 'icefloe.tasks.mode': 'in-process' }, connectors: [spec], dir: worker.dir });
+  res.workers.push(restarted);
+  await waitCommitted(restarted, table, second.length, 120_000);
+  assert.equal(restarted.logs('table stopped: nothing is committed to it until an operator repairs it').length, 0, 'the restarted committer applies the kept announcements; nothing rolled back');
+  await stopWorker(restarted);
+  await assertExactlyOnce(table, [...first, ...second]);
 });
