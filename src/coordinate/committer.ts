@@ -65,6 +65,7 @@ import type { ConnectorPositions, RestThrough } from '../coordinate/connector-po
 import { commitConnectorPositions, loadOrSeedConnectorPositions } from '../coordinate/position-store.ts';
 import type { PositionStoreOptions } from '../coordinate/position-store.ts';
 import { ControlBuffer } from '../coordinate/control-buffer.ts';
+import { AnnouncedFiles } from '../coordinate/announced-files.ts';
 import type { ControlReadStatus, StoppedNeeds } from '../coordinate/control-buffer.ts';
 import { ControlGaps } from '../coordinate/control-gaps.ts';
 
@@ -122,7 +123,6 @@ const MAX_REPLANS = 5;
  */
 const PARKED_RETRY_MIN_MS = 30_000;
 const PARKED_RETRY_MAX_MS = 600_000;
-const FILE_CHECK_CONCURRENCY = 16;
 /**
  * The Kafka cluster id is read by a client of its own (a metadata round trip), so not every round: again
  * when the control topic's id changed, after a round that failed (a reconnect may have landed on another
@@ -160,7 +160,7 @@ export class ConnectorCommitter {
    * position there cannot show it applied them: it stops instead of starting at the seed.
    */
   private unvouched = new Set<number>();
-  private readonly existing = new Set<string>();
+  private readonly files: AnnouncedFiles;
   /** Consecutive failed rounds per table (for the log; the table is retried every round). */
   private readonly failures = new Map<string, number>();
   /** C as last read or committed (undefined until the first round read it). */
@@ -199,6 +199,7 @@ export class ConnectorCommitter {
     });
     this.gaps = new ControlGaps(deps.connector, this.log);
     this.control = new ControlBuffer({ connector: deps.connector, reader: deps.reader, admin: deps.admin, log: this.log, now: this.now, onEvent: (e) => this.learn(e) });
+    this.files = new AnnouncedFiles(deps.store, deps.connector.name);
   }
 
   tableStatus(): TableCommitStatus[] {
@@ -277,7 +278,8 @@ export class ConnectorCommitter {
         this.clearFailing(name);
       } catch (e) {
         // One table's trouble must not hold the others back (catalog or store unreachable, retries
-        // exhausted, the catalog refusing the commit, an unknown outcome): it is tried again next round and
+        // exhausted, the catalog refusing the commit, an unknown outcome, the table not found while
+        // announcements wait for it, review N2): it is tried again next round and
         // held like a stopped table meanwhile: its announcements stay in the buffer (parked at the cap) and C
         // stays below them, while C and the trim point move on for the tables that applied (review N8, N9).
         // Anything that is not one of our errors is a bug (or a test's crash) and ends the round. So does a
@@ -291,14 +293,6 @@ export class ConnectorCommitter {
         continue;
       }
       this.parkedRetry.delete(name);
-      if (result.missing === true) {
-        // Not found, with announcements waiting (review N2): the same table may come back (register_table,
-        // a rename back, a lagging catalog replica), so its announcements are kept and C stays below them.
-        stopped.push({ name, from: this.heldNeeds(name) });
-        except.push(tableKey(ref));
-        recoverable.push(name);
-        continue;
-      }
       const { plan, commit } = result;
       if (result.reread === true) reread = true;
       if (commit !== undefined) {
@@ -649,7 +643,7 @@ export class ConnectorCommitter {
     if (id !== undefined && marks !== undefined) logs.topicIds.set(topic, id);
   }
 
-  private async commitTable(ref: TableRef, live: ControlIdentity, logStart: ReadonlyMap<number, bigint>, sources: SourceKnowledge): Promise<{ plan: TablePlan | undefined; commit?: CommitRecord; reread?: boolean; missing?: boolean }> {
+  private async commitTable(ref: TableRef, live: ControlIdentity, logStart: ReadonlyMap<number, bigint>, sources: SourceKnowledge): Promise<{ plan: TablePlan | undefined; commit?: CommitRecord; reread?: boolean }> {
     const { connector } = this.d;
     const name = tableRefString(ref);
     const id = parseIdentifier(formatIdentifier(ref));
@@ -658,14 +652,14 @@ export class ConnectorCommitter {
       this.step('otherTables'); // the tables committed before this one in the round
       const table = await this.loadOrDropped(ref);
       this.step('tableLoad');
-      if (typeof table === 'string') return { plan: undefined, ...(table === 'missing' ? { missing: true } : {}) };
+      if (table === 'dropped') return { plan: undefined };
       const positions = readControlPositions(table.metadata, connector.name, live, branch);
       const reread = this.needsReread(table, positions, branch);
       if (reread) {
         this.log.info('table re-applies from below what the committer holds; reading the control topic again', { table: name });
         return { plan: undefined, reread };
       }
-      const missing = await this.missingFiles(ref, positions.kind === 'positions' ? positions.positions : new Map());
+      const missing = await this.files.missing(this.control.records, ref, positions.kind === 'positions' ? positions.positions : new Map());
       this.step('fileChecks');
       const before = this.appliedBefore.get(name);
       const plan = planTableCommit({
@@ -759,10 +753,14 @@ export class ConnectorCommitter {
 
   /**
    * The table; `dropped` when it does not exist and nothing waits for it (running: perhaps about to be
-   * recreated); `missing` when it does not exist and announcements wait for it (stopped, and held: the same
-   * table may come back, and then they are applied; a table recreated with a new UUID stops at them).
+   * recreated). When announcements wait for it, a retriable error: the table is failing, held like a
+   * stopped one (review N2), and tried every round. Not stopped: a catalog replica that lags or a rename and
+   * back last a round or two, and a stop would fail the connector's tasks for good; a table that stays away
+   * is judged by the retention ratios like any failing one (and its tasks fail on their own, writing to a
+   * table that does not exist). The same table coming back gets its announcements applied; a table created
+   * anew under the name stops at them (table-uuid-mismatch, planned from its own state).
    */
-  private async loadOrDropped(ref: TableRef): Promise<LoadedTable | 'dropped' | 'missing'> {
+  private async loadOrDropped(ref: TableRef): Promise<LoadedTable | 'dropped'> {
     const name = tableRefString(ref);
     try {
       return await this.catalog.loadTable(parseIdentifier(formatIdentifier(ref)));
@@ -772,31 +770,8 @@ export class ConnectorCommitter {
         this.running(name, {});
         return 'dropped';
       }
-      const oldest = this.oldestInBuffer(ref);
-      this.stop(name, { code: 'table-uuid-mismatch', message: `${name}: announced files wait for a table that does not exist (dropped?); they are kept: if the same table comes back (register_table, a rename back) they are applied, a table created anew under the name stops at them`, context: {} }, oldest);
-      return 'missing';
+      throw new RetriableError(`${name}: announced files wait for a table the catalog does not find (dropped? renamed? a lagging replica?); they are kept and tried every round: if the same table comes back (register_table, a rename back) they are applied, a table created anew under the name stops at them`, { cause: e });
     }
-  }
-
-  /** Announced files (for this table, not yet applied) that are not in the object store. */
-  private async missingFiles(ref: TableRef, positions: ReadonlyMap<number, bigint>): Promise<Set<string>> {
-    const paths: string[] = [];
-    for (const r of this.control.records) {
-      if (!('event' in r) || r.event.type !== 'announcement' || r.event.connector !== this.d.connector.name) continue;
-      if (r.offset < (positions.get(r.partition) ?? 0n) || tableRefString(r.event.table) !== tableRefString(ref)) continue;
-      for (const f of r.event.files) if (!this.existing.has(f.filePath)) paths.push(f.filePath);
-    }
-    const missing = new Set<string>();
-    for (let i = 0; i < paths.length; i += FILE_CHECK_CONCURRENCY) {
-      await Promise.all(
-        paths.slice(i, i + FILE_CHECK_CONCURRENCY).map(async (p) => {
-          if (await this.d.store.exists(p)) this.existing.add(p);
-          else missing.add(p);
-        }),
-      );
-    }
-    if (this.existing.size > 100_000) this.existing.clear(); // a cache, not a record
-    return missing;
   }
 
   private timestampOf(partition: number, offset: bigint): number | undefined {
