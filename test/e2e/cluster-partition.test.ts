@@ -95,7 +95,14 @@ test('a worker cut off from Kafka, Redis and the catalog past its session time-o
     // Its units run elsewhere meanwhile: both host workers show every task on themselves, and take the seat.
     const during = await waitStatuses([urlA, urlB], name, 'every task RUNNING on A and B', runningOn(hostIds, TASKS), CUT_MS + 30_000);
     t.diagnostic(`every task RUNNING on A and B ${Date.now() - cutAt} ms after the cut: ${JSON.stringify(during[0]?.tasks.map((x) => `${x.id}@${x.worker_id}`))}`);
-    const seated = await Promise.race([a, b].map((w) => w.waitFor(/"msg":"committer seated/, CUT_MS + 30_000).then(() => w)));
+    // Seated after the cut (a seat line from before it, while the views converged at start, does not count).
+    const seatedSince = (w: WorkerProcess, from: number): boolean => w.lines.slice(from).some((l) => l.includes('"msg":"committer seated'));
+    const seatDeadline = Date.now() + CUT_MS + 30_000;
+    while (!seatedSince(a, cutLines.a) && !seatedSince(b, cutLines.b)) {
+      assert.ok(Date.now() < seatDeadline, 'neither A nor B took the committer seat while C was cut off');
+      await sleep(250);
+    }
+    const seated = seatedSince(a, cutLines.a) ? a : b;
     const seatLine = seated === a ? cutLines.a : cutLines.b;
     // ... and the table keeps committing (a commit by the new seat of records produced during the cut).
     const deadline = cutAt + CUT_MS + 60_000;
