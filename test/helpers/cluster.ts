@@ -47,8 +47,8 @@ export function clusterWorkerProps(n: ClusterNames, extra: Readonly<Record<strin
   };
 }
 
-export function startClusterWorker(n: ClusterNames, options: { readonly worker?: Readonly<Record<string, string>>; readonly env?: Readonly<Record<string, string>> } = {}): WorkerProcess {
-  return startWorker({ mode: 'distributed', worker: clusterWorkerProps(n, options.worker), connectors: [], ...(options.env === undefined ? {} : { env: options.env }) });
+export function startClusterWorker(n: ClusterNames, options: { readonly worker?: Readonly<Record<string, string>>; readonly env?: Readonly<Record<string, string>>; readonly wrap?: readonly string[] } = {}): WorkerProcess {
+  return startWorker({ mode: 'distributed', worker: clusterWorkerProps(n, options.worker), connectors: [], ...(options.env === undefined ? {} : { env: options.env }), ...(options.wrap === undefined ? {} : { wrap: options.wrap }) });
 }
 
 export async function http(method: string, url: string, body?: unknown): Promise<{ status: number; json: unknown }> {

@@ -28,6 +28,8 @@ export interface WorkerOptions {
   readonly args?: readonly string[];
   /** `distributed`: `icefloe distributed worker.properties` (no connector files; create them through REST). */
   readonly mode?: 'standalone' | 'distributed';
+  /** A command the worker runs under, e.g. `ip netns exec <ns>` (test/helpers/netns.ts); it must exec the worker in place. */
+  readonly wrap?: readonly string[];
 }
 
 export interface WorkerProcess {
@@ -73,7 +75,8 @@ export function startWorker(options: WorkerOptions): WorkerProcess {
     return f;
   });
   const argv = options.mode === 'distributed' ? ['distributed', join(dir, 'worker.properties')] : ['standalone', ...(options.args ?? ['--exit-on-failure']), join(dir, 'worker.properties'), ...files];
-  const child = spawn(process.execPath, [CLI, ...argv], {
+  const command = [...(options.wrap ?? []), process.execPath, CLI, ...argv];
+  const child = spawn(command[0] as string, command.slice(1), {
     cwd: dir,
     // Without the caller's ICEFLOE_LOG_FORMAT: the tests read JSON lines (auto on a pipe) unless they set one.
     env: { ...process.env, ICEFLOE_LOG_FORMAT: undefined, ...options.env },
