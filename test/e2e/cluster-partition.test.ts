@@ -9,13 +9,16 @@
  * Asserted: while it is cut off, the other two workers show every task RUNNING on themselves, one of them
  * takes the committer seat and the table keeps committing; the cut-off worker commits nothing it wrote
  * while cut off; after healing the three share the tasks again, every record is in the table exactly once by
- * Kafka coordinates (no data file added twice), and the healed worker's REST status says what happened.
+ * Kafka coordinates (no data file added twice), and the cut-off worker's REST status names the outage while
+ * it lasts (asked from inside its namespace) and agrees with the others on where every task runs after it.
  *
  * Alone in the e2e suite (scripts/run-tests.ts): it touches no shared service, but it is timing-sensitive
  * (a 2-core machine busy with another file stretches the heartbeats it measures against the session
  * time-outs).
  */
 import assert from 'node:assert/strict';
+import { execFile } from 'node:child_process';
+import { promisify } from 'node:util';
 import { test } from 'node:test';
 import { clusterNames, connectorStatus, http, nameCommittedBy, runningOn, startClusterWorker, waitStatuses, workerIdOf } from '../helpers/cluster.ts';
 import type { StatusBody } from '../helpers/cluster.ts';
@@ -76,6 +79,7 @@ test('a worker cut off from Kafka, Redis and the catalog past its session time-o
   await c.waitFor(/"msg":"table committed"/, 90_000);
 
   const samplesC: StatusBody[] = [];
+  const samplesCut: StatusBody[] = [];
   let sampling: Promise<void> | undefined;
   let sampleOn = true;
   let flowing = true;
@@ -91,6 +95,16 @@ test('a worker cut off from Kafka, Redis and the catalog past its session time-o
     const cutAt = Date.now();
     ns.cut();
     t.diagnostic(`cut ${ns.name} (C = ${idC}) at ${new Date(cutAt).toISOString()}`);
+    // While cut off, C's REST API is still reachable from inside its own namespace (its address is local
+    // there): what it answers is what an operator on that side of the partition sees.
+    let cutSampling = true;
+    const sampledCut = (async () => {
+      while (cutSampling) {
+        const st = await statusFromInside(ns.name, urlC, name);
+        if (st !== undefined && JSON.stringify(st) !== JSON.stringify(samplesCut.at(-1))) samplesCut.push(st);
+        await sleep(250);
+      }
+    })();
 
     // Its units run elsewhere meanwhile: both host workers show every task on themselves, and take the seat.
     const during = await waitStatuses([urlA, urlB], name, 'every task RUNNING on A and B', runningOn(hostIds, TASKS), CUT_MS + 30_000);
@@ -114,6 +128,8 @@ test('a worker cut off from Kafka, Redis and the catalog past its session time-o
     const remaining = cutAt + CUT_MS - Date.now();
     if (remaining > 0) await sleep(remaining);
 
+    cutSampling = false;
+    await sampledCut;
     const healLine = c.lines.length;
     const healedAt = Date.now();
     ns.heal();
@@ -159,17 +175,31 @@ test('a worker cut off from Kafka, Redis and the catalog past its session time-o
   const report = await assertExactlyOnce(table, produced);
   t.diagnostic(`${report.rows} rows (${produced.length} produced) in ${report.snapshots} snapshots`);
 
-  // The healed worker's status says what happened to it: some answer of its REST API from the heal on names
-  // the outage or what it cost (a trace on the connector or a task).
-  t.diagnostic(`C's statuses from the heal on (${samplesC.length} distinct):\n${samplesC.map((x) => JSON.stringify(x)).join('\n')}`);
+  // C's status says what happened to it. While cut off, the status it answers names the outage (it cannot read
+  // the status topic, nor reach Redis); from the heal on it agrees with A and B on where every task runs (the
+  // waitStatuses above), so the outage shows while it lasts and the truth after it.
+  t.diagnostic(`C's statuses while cut off (${samplesCut.length} distinct):\n${samplesCut.map((x) => JSON.stringify(x).slice(0, 600)).join('\n')}`);
+  t.diagnostic(`C's statuses from the heal on (${samplesC.length} distinct):\n${samplesC.map((x) => JSON.stringify(x).slice(0, 600)).join('\n')}`);
   const cLog = c.lines.filter((l) => /"level":(40|50)/.test(l) || /cluster members changed|committer seat/.test(l));
   t.diagnostic(`C's log (${cLog.length} warnings, errors and membership lines):\n${cLog.slice(0, 30).map((l) => l.slice(0, 400)).join('\n')}`);
-  const traces = samplesC.flatMap((x) => [x.connector.trace, ...x.tasks.map((k) => k.trace)]).filter((x): x is string => x !== undefined);
-  assert.ok(traces.length > 0, `no status the healed worker answered from the heal on says anything of its outage (${samplesC.length} distinct answers); the last: ${JSON.stringify(samplesC.at(-1))}`);
-  t.diagnostic(`traces in C's statuses: ${traces.map((x) => x.split('\n')[0]).join(' | ')}`);
+  const cutTraces = samplesCut.flatMap((x) => [x.connector.trace, ...x.tasks.map((k) => k.trace)]).filter((x): x is string => x !== undefined);
+  assert.ok(samplesCut.length > 0, 'C answered no status from inside its namespace while cut off');
+  assert.ok(cutTraces.some((x) => /unreachable/i.test(x)), `no status C answered while cut off names the outage (${samplesCut.length} distinct answers); the last: ${JSON.stringify(samplesCut.at(-1))}`);
+  t.diagnostic(`traces in C's statuses while cut off: ${[...new Set(cutTraces.map((x) => x.split('\n')[0]))].join(' | ')}`);
 
   for (const w of [a, b, c]) {
     const how = await w.stop(90_000);
     assert.equal(how, '0', `a worker did not stop cleanly (${how}); its last lines:\n${w.lines.slice(-20).join('\n')}`);
   }
 });
+
+const execFileP = promisify(execFile);
+
+/** The connector's status as the worker at `url` answers it, asked from inside the network namespace `ns`. */
+async function statusFromInside(ns: string, url: string, name: string): Promise<StatusBody | undefined> {
+  const r = await execFileP('ip', ['netns', 'exec', ns, 'curl', '-s', '-m', '2', '-w', '\\n%{http_code}', `${url}/connectors/${name}/status`]).catch(() => undefined);
+  if (r === undefined) return undefined;
+  const cut = r.stdout.lastIndexOf('\n');
+  if (r.stdout.slice(cut + 1).trim() !== '200') return undefined;
+  return JSON.parse(r.stdout.slice(0, cut)) as StatusBody;
+}
