@@ -17,7 +17,8 @@
  * SIGCONT and starts Kafka in every exit path.
  */
 import assert from 'node:assert/strict';
-import { readFileSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { assertExactlyOnce } from '../helpers/exactly-once.ts';
@@ -54,6 +55,13 @@ function cyclesWithRecords(w: WorkerProcess, from: number): Map<number, number> 
   return out;
 }
 
+/** The last lines of each client log in `dir` (src/consume/confluent/debug-log.ts), for a failure to show. */
+function clientLogTails(dir: string, lines = 25): string {
+  return readdirSync(dir)
+    .map((f) => `--- ${f}\n${readFileSync(join(dir, f), 'utf8').trimEnd().split('\n').slice(-lines).join('\n')}`)
+    .join('\n');
+}
+
 /** Records in the tasks' committed cycles (each cycle's records are announced once). */
 function cycleRecords(w: WorkerProcess): number {
   return w.logs('cycle committed').reduce((n, l) => n + Number(l['records']), 0);
@@ -76,7 +84,12 @@ test(`the broker frozen and restarted in turn ${ROUNDS} times under a 2-task wor
     });
   const produced: Coordinates[] = await produceJson(topic, PARTITIONS, batch(BATCH));
 
+  // librdkafka's group and transaction lines of every client go to files: a round that fails shows what
+  // the stuck task's consumer and producer were doing (the stall of issue 24 was never seen with them on).
+  const clientLogs = mkdtempSync(join(tmpdir(), 'icefloe-chaos-rdkafka-'));
+  const debug = process.env['ICEFLOE_CHAOS_KAFKA_DEBUG'] ?? 'cgrp,eos';
   const w = startWorker({
+    env: { ICEFLOE_KAFKA_DEBUG_DIR: clientLogs },
     worker: {
       'icefloe.tasks.mode': 'process',
       // A member whose broker went away is dropped 6 s after the coordinator is back, and the clients
@@ -86,7 +99,8 @@ test(`the broker frozen and restarted in turn ${ROUNDS} times under a 2-task wor
       'consumer.reconnect.backoff.max.ms': '1000',
       'producer.reconnect.backoff.max.ms': '1000',
       'admin.reconnect.backoff.max.ms': '1000',
-      ...(process.env['ICEFLOE_CHAOS_KAFKA_DEBUG'] === undefined ? {} : { 'consumer.debug': process.env['ICEFLOE_CHAOS_KAFKA_DEBUG'], 'producer.debug': process.env['ICEFLOE_CHAOS_KAFKA_DEBUG'] }),
+      'consumer.debug': debug,
+      'producer.debug': debug,
     },
     connectors: [
       sinkConnector({
@@ -145,7 +159,7 @@ test(`the broker frozen and restarted in turn ${ROUNDS} times under a 2-task wor
       if (Date.now() > deadline) {
         const done = cyclesWithRecords(w, from);
         const idle = [0, 1].filter((id) => !done.has(id));
-        throw new Error(`round ${round} (${outage}): task(s) ${idle.join(', ')} committed no cycle within ${ROUND_BOUND_MS} ms of the broker's return (${batches} batches produced meanwhile; cycles per task: ${JSON.stringify([...done])})\nlast lines:\n${w.lines.slice(-30).join('\n')}`);
+        throw new Error(`round ${round} (${outage}): task(s) ${idle.join(', ')} committed no cycle within ${ROUND_BOUND_MS} ms of the broker's return (${batches} batches produced meanwhile; cycles per task: ${JSON.stringify([...done])})\nlast lines:\n${w.lines.slice(-30).join('\n')}\nlibrdkafka (${clientLogs}):\n${clientLogTails(clientLogs)}`);
       }
       produced.push(...(await produceJson(topic, PARTITIONS, batch(40))));
       batches++;

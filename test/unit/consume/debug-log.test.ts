@@ -8,10 +8,11 @@ import { attachDebugLog } from '../../../src/consume/confluent/debug-log.ts';
 
 test('debug log: librdkafka lines go to <dir>/rdkafka-<pid>.log only when a directory is given', () => {
   const dir = mkdtempSync(join(tmpdir(), 'icefloe-rdkafka-'));
+  type Client = Parameters<typeof attachDebugLog>[0];
   const client = new EventEmitter();
-  attachDebugLog(client, dir);
+  attachDebugLog(client as unknown as Client, dir);
   const off = new EventEmitter();
-  attachDebugLog(off, undefined);
+  attachDebugLog(off as unknown as Client, undefined);
   client.emit('event.log', { fac: 'CGRPOP', message: 'Group "g" received op OFFSET_FETCH in state up' });
   const file = join(dir, `rdkafka-${process.pid}.log`);
   assert.match(readFileSync(file, 'utf8'), /^\S+Z CGRPOP Group "g" received op OFFSET_FETCH in state up\n$/);
