@@ -14,15 +14,16 @@
  * 6 s (the transactional calls time out after 3 s), shorter than each outage.
  *
  * The broker is shared: this file runs alone (scripts/run-tests.ts), keeps each outage short, and sends
- * SIGCONT and starts Kafka in every exit path.
+ * SIGCONT and starts Kafka in every exit path. librdkafka's group and transaction lines (`cgrp,eos`) of every
+ * client go to files (test/helpers/client-logs.ts); a round that fails shows their tails.
  */
 import assert from 'node:assert/strict';
-import { mkdtempSync, readdirSync, readFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { assertExactlyOnce } from '../helpers/exactly-once.ts';
 import type { Coordinates } from '../helpers/exactly-once.ts';
+import { clientLogs } from '../helpers/client-logs.ts';
 import { sleep, unique } from '../helpers/kafka.ts';
 import { committedRecords, e2eResources, produceJson, SCHEMALESS_JSON, sinkConnector, stopWorker, uniqueIdent, waitCommitted } from '../helpers/sink-e2e.ts';
 import { stackEndpoints } from '../helpers/stack.ts';
@@ -55,13 +56,6 @@ function cyclesWithRecords(w: WorkerProcess, from: number): Map<number, number> 
   return out;
 }
 
-/** The last lines of each client log in `dir` (src/consume/confluent/debug-log.ts), for a failure to show. */
-function clientLogTails(dir: string, lines = 25): string {
-  return readdirSync(dir)
-    .map((f) => `--- ${f}\n${readFileSync(join(dir, f), 'utf8').trimEnd().split('\n').slice(-lines).join('\n')}`)
-    .join('\n');
-}
-
 /** Records in the tasks' committed cycles (each cycle's records are announced once). */
 function cycleRecords(w: WorkerProcess): number {
   return w.logs('cycle committed').reduce((n, l) => n + Number(l['records']), 0);
@@ -86,10 +80,9 @@ test(`the broker frozen and restarted in turn ${ROUNDS} times under a 2-task wor
 
   // librdkafka's group and transaction lines of every client go to files: a round that fails shows what
   // the stuck task's consumer and producer were doing (the stall of issue 24 was never seen with them on).
-  const clientLogs = mkdtempSync(join(tmpdir(), 'icefloe-chaos-rdkafka-'));
-  const debug = process.env['ICEFLOE_CHAOS_KAFKA_DEBUG'] ?? 'cgrp,eos';
+  const logs = clientLogs();
   const w = startWorker({
-    env: { ICEFLOE_KAFKA_DEBUG_DIR: clientLogs },
+    env: logs.env,
     worker: {
       'icefloe.tasks.mode': 'process',
       // A member whose broker went away is dropped 6 s after the coordinator is back, and the clients
@@ -99,8 +92,7 @@ test(`the broker frozen and restarted in turn ${ROUNDS} times under a 2-task wor
       'consumer.reconnect.backoff.max.ms': '1000',
       'producer.reconnect.backoff.max.ms': '1000',
       'admin.reconnect.backoff.max.ms': '1000',
-      'consumer.debug': debug,
-      'producer.debug': debug,
+      ...logs.props,
     },
     connectors: [
       sinkConnector({
@@ -159,7 +151,7 @@ test(`the broker frozen and restarted in turn ${ROUNDS} times under a 2-task wor
       if (Date.now() > deadline) {
         const done = cyclesWithRecords(w, from);
         const idle = [0, 1].filter((id) => !done.has(id));
-        throw new Error(`round ${round} (${outage}): task(s) ${idle.join(', ')} committed no cycle within ${ROUND_BOUND_MS} ms of the broker's return (${batches} batches produced meanwhile; cycles per task: ${JSON.stringify([...done])})\nlast lines:\n${w.lines.slice(-30).join('\n')}\nlibrdkafka (${clientLogs}):\n${clientLogTails(clientLogs)}`);
+        throw new Error(`round ${round} (${outage}): task(s) ${idle.join(', ')} committed no cycle within ${ROUND_BOUND_MS} ms of the broker's return (${batches} batches produced meanwhile; cycles per task: ${JSON.stringify([...done])})\nlast lines:\n${w.lines.slice(-30).join('\n')}\n${logs.tails()}`);
       }
       produced.push(...(await produceJson(topic, PARTITIONS, batch(40))));
       batches++;
