@@ -1,8 +1,10 @@
 /**
  * librdkafka's own log lines of a test worker's clients (src/consume/confluent/debug-log.ts): a directory
  * to pass as the worker's ICEFLOE_KAFKA_DEBUG_DIR, and the tails of its files for a failure message. The
- * broker tests turn on the group and transaction contexts (`cgrp,eos`), so that a task found stuck after
- * an outage shows what its consumer and producer were doing (issue 24).
+ * broker tests turn on the group, topic and transaction contexts (`cgrp,topic,eos`), so that a task found
+ * stuck after an outage shows what its consumer and producer were doing (issue 24): `topic` carries the
+ * OffsetFetch replies of `committed()` with their count of unstable partitions (offsets pending in an
+ * open or unfinished transaction, which a read_committed consumer waits for).
  */
 import { mkdtempSync, readdirSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -18,7 +20,7 @@ export interface ClientLogs {
   tails(lines?: number): string;
 }
 
-export function clientLogs(contexts = process.env['ICEFLOE_TEST_KAFKA_DEBUG'] ?? 'cgrp,eos'): ClientLogs {
+export function clientLogs(contexts = process.env['ICEFLOE_TEST_KAFKA_DEBUG'] ?? 'cgrp,topic,eos'): ClientLogs {
   const dir = mkdtempSync(join(tmpdir(), 'icefloe-rdkafka-'));
   return {
     dir,
