@@ -42,6 +42,7 @@ const SUITES: Suite[] = [
       'test/e2e/sink-broker-restart.test.ts', // restarts Kafka
       'test/e2e/sink-task-process.test.ts', // restarts Kafka
       'test/e2e/sink-broker-freeze.test.ts', // freezes Kafka
+      'test/e2e/sink-broker-chaos.test.ts', // freezes and restarts Kafka
       'test/e2e/sink-infra-faults.test.ts', // restarts PostgreSQL; S3 and catalog outages through the shared proxy
       'test/e2e/cluster-chaos.test.ts', // flushes and restarts Redis
       'test/e2e/cluster-outage.test.ts', // stops Kafka for 70 s

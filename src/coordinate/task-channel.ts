@@ -97,7 +97,16 @@ export interface TaskChannelDeps {
   readonly maxControlRecordBytes?: number;
   /** Called after a cycle's transaction committed (wakes an in-process committer). */
   readonly onAnnounced?: () => void;
+  /** The task was asked to stop: a transactional call that times out is left pending, not resumed (review M2). */
+  readonly stopping?: () => boolean;
 }
+
+/**
+ * A timed-out commit or abort that a stopping task left pending instead of resuming it (review M2). A commit
+ * left so may still land (its files are kept); the broker times the transaction out, or the successor's
+ * registration of the transactional.id resolves it. The pending call also refuses an abort meanwhile.
+ */
+class CallLeftPendingError extends RetriableError {}
 
 export interface ChannelMetrics {
   cyclesCommitted: number;
@@ -402,13 +411,15 @@ export class TaskChannel {
       if (requiresProducerReset(e)) {
         // The client cannot abort any more; the new client's registration aborts the transaction.
         this.producerResetPending = true;
+      } else if (e instanceof CallLeftPendingError) {
+        // The task stops with its commit pending: an abort now would only conflict with it.
       } else if (!isFenced(e)) {
         aborted = await this.resume('abortTransaction', () => producer.abortTransaction()).then(
           () => true,
           (err: unknown) => {
             // Fenced while aborting (a successor registered our id meanwhile): that is the task's end, and a
             // new producer would fence the successor in turn.
-            if (isFenced(err)) {
+            if (isFenced(err) || err instanceof CallLeftPendingError) {
               failure = err;
               return false;
             }
@@ -444,6 +455,10 @@ export class TaskChannel {
    * (abort after a timed-out commit, the next begin) fails with a conflict for as long as it is pending,
    * and a timed-out commit may still commit, so it can never be treated as aborted. Each time-out is
    * logged; the broker resolves the call (or times the transaction out) once it answers again.
+   *
+   * Unless the task is stopping (review M2): a call that times out then is left pending
+   * (`CallLeftPendingError`), so that stop() ends a task whose broker does not answer. The transaction is
+   * left to the broker's time-out or to the successor's registration, which aborts it if it is still open.
    */
   private async resume(call: 'commitTransaction' | 'abortTransaction', run: () => Promise<void>): Promise<void> {
     for (let attempt = 1; ; attempt++) {
@@ -453,6 +468,10 @@ export class TaskChannel {
         return;
       } catch (e) {
         if (!isCallTimedOut(e)) throw e;
+        if (this.d.stopping?.() === true) {
+          this.d.log.warn('transaction call left pending: the task is stopping', { call, attempts: attempt, error: errorMessage(e) });
+          throw new CallLeftPendingError(`${call} timed out while the task stops: left pending for the broker to resolve (${errorMessage(e)})`, { cause: e, context: { call } });
+        }
         this.metrics.callsResumed++;
         this.d.log.warn('transaction call timed out; resuming it', { call, attempt, error: errorMessage(e) });
       }

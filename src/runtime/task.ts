@@ -232,6 +232,7 @@ export class SinkTask {
       now: this.now,
       ...(deps.maxControlRecordBytes === undefined ? {} : { maxControlRecordBytes: deps.maxControlRecordBytes }),
       ...(deps.onAnnounced === undefined ? {} : { onAnnounced: deps.onAnnounced }),
+      stopping: () => this.stopping,
     });
     // errors.retry.delay.max.ms caps these waits too: a registry that is down is infrastructure like any other.
     const cap = connector.errors.retryDelayMaxMs;

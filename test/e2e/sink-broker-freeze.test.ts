@@ -21,6 +21,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { assertExactlyOnce } from '../helpers/exactly-once.ts';
+import { clientLogs } from '../helpers/client-logs.ts';
 import { sleep, unique } from '../helpers/kafka.ts';
 import { committedRecords, e2eResources, produceJson, SCHEMALESS_JSON, sinkConnector, stopWorker, uniqueIdent, waitCommitted } from '../helpers/sink-e2e.ts';
 import { stackEndpoints } from '../helpers/stack.ts';
@@ -46,8 +47,10 @@ test('a broker frozen past the transactional call time-out: the task resumes the
     Array.from({ length: n }, (_, i) => ({ partition: 0, key: `k${from + i}`, value: { id: from + i } }));
   const first = await produceJson(topic, 1, batch(0, 200));
 
+  const logs = clientLogs(); // librdkafka's group and transaction lines, shown if a round fails
   const w = startWorker({
-    worker: { 'icefloe.tasks.mode': 'in-process' },
+    env: logs.env,
+    worker: { 'icefloe.tasks.mode': 'in-process', ...logs.props },
     connectors: [
       sinkConnector({
         name,
@@ -97,7 +100,7 @@ test('a broker frozen past the transactional call time-out: the task resumes the
     try {
       await waitCommitted(w, table, produced.length, 60_000);
     } catch (e) {
-      throw new Error(`round ${round}: the task did not commit again within 60 s of the broker's return: ${(e as Error).message}\nlast lines:\n${w.lines.slice(-25).join('\n')}`, { cause: e });
+      throw new Error(`round ${round}: the task did not commit again within 60 s of the broker's return: ${(e as Error).message}\nlast lines:\n${w.lines.slice(-25).join('\n')}\n${logs.tails(40)}`, { cause: e });
     }
     const recoveredMs = Date.now() - resumedAt;
     const during = w.lines.slice(lines).filter((l) => l.startsWith('{')).map((l) => JSON.parse(l) as Record<string, unknown>);

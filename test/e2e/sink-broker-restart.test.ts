@@ -27,6 +27,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { assertExactlyOnce } from '../helpers/exactly-once.ts';
 import type { Coordinates } from '../helpers/exactly-once.ts';
+import { clientLogs } from '../helpers/client-logs.ts';
 import { sleep, unique } from '../helpers/kafka.ts';
 import { committedRecords, e2eResources, produceJson, SCHEMALESS_JSON, sinkConnector, stopWorker, uniqueIdent, waitCommitted } from '../helpers/sink-e2e.ts';
 import { ensureStarted, restoreServiceAfter, stopService } from '../helpers/stack-services.ts';
@@ -59,8 +60,11 @@ test('a broker stopped and started five times under a 2-task worker: the tasks r
     Array.from({ length: BATCH }, (_, i) => ({ partition: (from + i) % PARTITIONS, key: `k${from + i}`, value: { id: from + i } }));
   const produced: Coordinates[] = await produceJson(topic, PARTITIONS, batch(0));
 
+  const logs = clientLogs(); // librdkafka's group and transaction lines, shown if a task stays idle
   const w = startWorker({
+    env: logs.env,
     worker: {
+      ...logs.props,
       'icefloe.tasks.mode': 'process',
       // A member whose broker went away is dropped 6 s after the coordinator is back (not librdkafka's
       // 45 s), and the clients reconnect within a second (not its 10 s back-off): the recovery the test
@@ -142,7 +146,7 @@ test('a broker stopped and started five times under a 2-task worker: the tasks r
   assert.deepEqual(taskFailures(w), [], 'no task failed');
   assert.deepEqual(w.logs('task restarted'), [], 'the worker restarted no task: the tasks rode the restarts out');
   assert.deepEqual(w.logs('task process crashed'), [], 'no task process crashed');
-  assert.deepEqual([...cyclesByTask.keys()].sort(), [0, 1], `both tasks commit after the last restart: ${JSON.stringify([...cyclesByTask])}`);
+  assert.deepEqual([...cyclesByTask.keys()].sort(), [0, 1], `both tasks commit after the last restart: ${JSON.stringify([...cyclesByTask])}\n${cyclesByTask.size < 2 ? logs.tails(40) : ''}`);
 
   await stopWorker(w);
   assert.equal(committedRecords(w, table), produced.length);

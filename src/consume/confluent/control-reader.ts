@@ -22,6 +22,7 @@ import type { ControlRead, ControlReadOptions, ControlTopicReader, RawRecord, To
 import { RdKafka, call, sync, toRawRecord } from './internal.ts';
 import type { KafkaConsumerClient } from './internal.ts';
 import { Reachability } from './reachability.ts';
+import { retryOnLeaderChange } from './leader-retry.ts';
 import { controlReaderConfig, offsetFromNumber, offsetToNumber, splitTopicConfig } from './settings.ts';
 import type { ClientSettings } from './settings.ts';
 
@@ -58,25 +59,34 @@ export class ConfluentControlTopicReader implements ControlTopicReader {
     return new ConfluentControlTopicReader(consumer, admin);
   }
 
+  /**
+   * One ListOffsets for `from`; asked again at once, after a metadata refresh, when the leader moved
+   * (leader-retry.ts: a broker frozen or restarted bumps the leader epochs, and librdkafka's admin
+   * ListOffsets keeps sending the cached one until its periodic refresh, minutes later).
+   */
   private async offsets(from: readonly TopicPartitionOffset[], spec: RdKafka.OffsetSpec, isolationLevel: RdKafka.IsolationLevel): Promise<Map<string, bigint>> {
-    let got: RdKafka.ListOffsetsResult[];
+    const topics = [...new Set(from.map((p) => p.topic))];
+    const refresh = async (): Promise<void> => {
+      for (const topic of topics) await this.refreshMetadata(topic);
+    };
     try {
-      got = await call<RdKafka.ListOffsetsResult[]>('read-control', (cb) =>
-        this.#admin.listOffsets(from.map((p) => ({ topic: p.topic, partition: p.partition, offset: spec })), { timeout: LIST_TIMEOUT_MS, isolationLevel }, cb));
+      return await retryOnLeaderChange(() => this.listOffsets(from, spec, isolationLevel), refresh);
     } catch (e) {
-      // The whole request failed (seen after broker restarts: `Local: No such entry`, round after round
-      // until librdkafka's periodic metadata refresh, minutes later): refresh now, as for a fenced epoch.
-      for (const topic of new Set(from.map((p) => p.topic))) await this.refreshMetadata(topic);
+      // Still failing (the broker not back, or a whole request failed for another reason, as `Local: No such
+      // entry` round after round was): the next read starts from fresh metadata.
+      await refresh();
       throw e;
     }
+  }
+
+  private async listOffsets(from: readonly TopicPartitionOffset[], spec: RdKafka.OffsetSpec, isolationLevel: RdKafka.IsolationLevel): Promise<Map<string, bigint>> {
+    const got = await call<RdKafka.ListOffsetsResult[]>('read-control', (cb) =>
+      this.#admin.listOffsets(from.map((p) => ({ topic: p.topic, partition: p.partition, offset: spec })), { timeout: LIST_TIMEOUT_MS, isolationLevel }, cb));
     const out = new Map<string, bigint>();
     for (const r of got) {
       if (r.error !== undefined) {
-        // The admin ListOffsets sends the cached leader epoch and does not refresh the metadata when the
-        // broker fences it (FENCED_LEADER_EPOCH after a broker was frozen or restarted): ask for fresh
-        // metadata so the retry uses the new epoch instead of failing until the periodic refresh.
-        await this.refreshMetadata(r.topic);
-        throw new RetriableError(`Kafka read-control: listing offsets of ${r.topic}[${r.partition}] failed: ${r.error.message}`, { cause: r.error });
+        const code = typeof r.error.code === 'number' ? r.error.code : null;
+        throw new RetriableError(`Kafka read-control: listing offsets of ${r.topic}[${r.partition}] failed: ${r.error.message}`, { cause: r.error, context: { kafkaCode: code } });
       }
       const v = offsetFromNumber(r.offset);
       if (v !== null) out.set(partitionKey(r), v);

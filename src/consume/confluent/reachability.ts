@@ -16,6 +16,7 @@
  * connection (they carry host names only, never credentials).
  */
 import { ConfigError, RetriableError } from '../../core/errors.ts';
+import { attachDebugLog } from './debug-log.ts';
 import type { IcefloeError } from '../../core/errors.ts';
 
 export type FailureKind = 'dns' | 'refused' | 'tls' | 'sasl' | 'timeout' | 'other';
@@ -114,6 +115,7 @@ export class Reachability {
   /** Attaches to a client's events (any librdkafka client of the binding). */
   watch(client: { on(event: 'event.log' | 'event.error', listener: (e: never) => void): unknown }): this {
     client.on('event.log', (e: { severity?: unknown; fac?: unknown; message?: unknown }) => this.onLog(e));
+    attachDebugLog(client);
     client.on('event.error', (e: { message?: unknown }) => this.onError(e));
     return this;
   }

@@ -42,6 +42,7 @@ import type {
 } from '../port.ts';
 import { KAFKA_CODES, translateKafkaError } from './errors.ts';
 import { Reachability } from './reachability.ts';
+import { retryOnLeaderChange } from './leader-retry.ts';
 import { RdKafka, call, consumePacked, groupMetadataHandle, nextTick, packedRecords, sync } from './internal.ts';
 import type { PackedBatch } from './internal.ts';
 import type { KafkaConsumerClient } from './internal.ts';
@@ -212,8 +213,10 @@ export class ConfluentKafkaSource implements KafkaSource {
   private async logRanges(partitions: readonly TopicPartition[], timeoutMs = 10_000): Promise<Map<string, LogRange>> {
     const out = new Map<string, LogRange>();
     if (partitions.length === 0) return out;
+    // A stale leader epoch (a broker frozen or restarted) is asked again at once after a metadata refresh.
+    const refresh = (): Promise<void> => this.refreshMetadata(partitions);
     const ask = (timestamp: number): Promise<RdKafka.TopicPartitionOffset[]> =>
-      call('watermarks', (cb) => this.#consumer.offsetsForTimes(partitions.map((p) => ({ topic: p.topic, partition: p.partition, offset: timestamp })), timeoutMs, cb));
+      retryOnLeaderChange(() => call('watermarks', (cb) => this.#consumer.offsetsForTimes(partitions.map((p) => ({ topic: p.topic, partition: p.partition, offset: timestamp })), timeoutMs, cb)), refresh);
     const [lows, highs] = await Promise.all([ask(OFFSET_BEGINNING), ask(OFFSET_END)]);
     const high = new Map(highs.filter((h) => typeof h.offset === 'number' && h.offset >= 0).map((h) => [partitionKey(h), BigInt(h.offset)]));
     for (const l of lows) {
@@ -221,6 +224,13 @@ export class ConfluentKafkaSource implements KafkaSource {
       if (h !== undefined) out.set(partitionKey(l), { low: BigInt(l.offset), high: h });
     }
     return out;
+  }
+
+  /** A metadata request for the partitions' topics: librdkafka updates its leaders and leader epochs from the reply. */
+  private async refreshMetadata(partitions: readonly TopicPartition[]): Promise<void> {
+    for (const topic of new Set(partitions.map((p) => p.topic))) {
+      await call<unknown>('watermarks', (cb) => this.#consumer.getMetadata({ topic, allTopics: false, timeout: 5_000 }, cb)).catch(() => undefined);
+    }
   }
 
   /**

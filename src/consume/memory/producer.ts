@@ -43,6 +43,8 @@ export class MemoryTransactionalProducer implements TransactionalProducer {
   readonly #timeOuts: ResumableCall[] = [];
   /** A resumable call that timed out and was not resumed yet. */
   #pending: ResumableCall | undefined;
+  /** `keepTimingOut`: every call of this operation times out, after this long. */
+  #timingOut: { readonly operation: ResumableCall; readonly afterMs: number } | undefined;
 
   constructor(broker: Broker, transactionalId: string) {
     if (transactionalId === '') throw new ConfigError('the transactional.id may not be empty');
@@ -68,6 +70,18 @@ export class MemoryTransactionalProducer implements TransactionalProducer {
   /** The next `operation` call times out (nothing happens yet) and stays pending until called again. */
   timeOutNext(operation: ResumableCall): void {
     this.#timeOuts.push(operation);
+  }
+
+  /**
+   * Every `operation` call from now on times out after `afterMs` (a broker that never answers in time: each
+   * call takes its time-out, as librdkafka's does) until `stopTimingOut()`; then the next call resumes it.
+   */
+  keepTimingOut(operation: ResumableCall, afterMs = 1): void {
+    this.#timingOut = { operation, afterMs };
+  }
+
+  stopTimingOut(): void {
+    this.#timingOut = undefined;
   }
 
   /** The timed-out call waiting to be resumed, if any. */
@@ -141,7 +155,8 @@ export class MemoryTransactionalProducer implements TransactionalProducer {
     });
   }
 
-  commitTransaction(): Promise<void> {
+  async commitTransaction(): Promise<void> {
+    await this.#waitTimeOut('commitTransaction');
     return this.#call('commitTransaction', () => {
       const txn = this.#open('commitTransaction');
       this.#noConflict('commitTransaction');
@@ -151,7 +166,8 @@ export class MemoryTransactionalProducer implements TransactionalProducer {
     });
   }
 
-  abortTransaction(): Promise<void> {
+  async abortTransaction(): Promise<void> {
+    await this.#waitTimeOut('abortTransaction');
     return this.#call('abortTransaction', () => {
       const txn = this.#open('abortTransaction');
       this.#noConflict('abortTransaction');
@@ -204,10 +220,16 @@ export class MemoryTransactionalProducer implements TransactionalProducer {
     this.#pending = undefined; // resumed: it runs to completion now
   }
 
+  /** A call that will time out (`keepTimingOut`) takes its time first. */
+  async #waitTimeOut(operation: ResumableCall): Promise<void> {
+    const t = this.#timingOut;
+    if (t?.operation === operation) await new Promise((resolve) => setTimeout(resolve, t.afterMs));
+  }
+
   #maybeTimeOut(operation: ResumableCall): void {
     const i = this.#timeOuts.indexOf(operation);
-    if (i < 0) return;
-    this.#timeOuts.splice(i, 1);
+    if (i < 0 && this.#timingOut?.operation !== operation) return;
+    if (i >= 0) this.#timeOuts.splice(i, 1);
     this.#pending = operation;
     throw new TransactionCallTimedOutError(operation, `Kafka ${operation} failed: Transactional API operation timed out (ERR__TIMED_OUT): it goes on in the background; call ${operation} again`, {
       context: { operation, kafkaError: 'ERR__TIMED_OUT', injected: true },

@@ -226,3 +226,12 @@ test('a commit whose records timed out must be aborted, not resumed; a commit ca
   assert.ok(resumable('commit-transaction', timedOutCall) instanceof TransactionCallTimedOutError);
   assert.ok(resumable('abort-transaction', timedOutCall) instanceof TransactionCallTimedOutError);
 });
+
+test('translate: a stale leader epoch (after a broker restart or freeze) is retriable, not a task failure', () => {
+  for (const code of [KAFKA_CODES.ERR_FENCED_LEADER_EPOCH, KAFKA_CODES.ERR_UNKNOWN_LEADER_EPOCH]) {
+    for (const op of ['watermarks', 'committed', 'read-control'] as const) {
+      const e = translateKafkaError({ code, message: 'Broker: Leader epoch is older than broker epoch', isFatal: false, isRetriable: false }, op);
+      assert.ok(e instanceof RetriableError, `${code} in ${op}: ${e.constructor.name}`);
+    }
+  }
+});

@@ -90,3 +90,28 @@ test('an idle partition of a transactionally produced topic counts as caught up:
   assert.equal(reports.at(-1)?.assignments?.[0]?.caughtUp, true, 'the last report says the partition was read to its end (past the marker)');
   assert.deepEqual(await commitAll(rig), expected({ 0: [0n, 1n, 2n, 3n, 4n] }));
 });
+
+test('M2: a task whose commit keeps timing out leaves the resume loop when stopped; the cycle\'s files stay (the commit may land) and a successor commits every record once', async (t) => {
+  const rig = await new Rig().init();
+  t.after(() => rig.close());
+  const p0 = rig.produce(0, 30);
+  const task = rig.startTask(0);
+  task.producer.keepTimingOut('commitTransaction');
+  t.after(() => task.producer.stopTimingOut()); // never leave a loop behind, whatever the assertions say
+  await until('the commit timed out and was resumed a few times', () => task.task.metrics.callsResumed >= 3);
+  const filesBefore = await rig.storedDataFiles();
+  assert.ok(filesBefore.length > 0, 'the cycle uploaded its files');
+  const outcome = await Promise.race([task.stop().then(() => 'stopped'), new Promise((resolve) => setTimeout(resolve, 2_000, 'still resuming'))]);
+  task.producer.stopTimingOut();
+  assert.equal(outcome, 'stopped', 'stop() ends a task whose commit keeps timing out');
+  assert.equal(task.task.state, 'STOPPED');
+  assert.equal(logged(rig, 'transaction call left pending: the task is stopping').length, 1);
+  const stored = new Set(await rig.storedDataFiles());
+  assert.deepEqual(filesBefore.filter((f) => !stored.has(f)), [], 'no file of the cycle whose commit may land was deleted');
+  assert.equal(rig.committedOffset(0), null, 'the pending commit did not land');
+  // The successor's registration aborts the pending transaction (fencing the stopped producer) and reads again.
+  const next = rig.startTask(0);
+  await until('the successor committed', () => rig.committedOffset(0) === 30n);
+  await next.stop();
+  assert.deepEqual(await commitAll(rig), expected({ 0: p0 }));
+});
