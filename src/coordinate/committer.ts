@@ -368,7 +368,9 @@ export class ConnectorCommitter {
     this.failures.set(name, n);
     const oldest = this.oldestInBuffer(ref);
     // An unknown outcome is safe to retry: the next plan has the same commit id and finds a commit that landed.
-    if (e.retriable || e instanceof CommitStateUnknownError) {
+    // A table dropped between its load and its commit is the missing table of loadOrDropped met one step
+    // later: failing, held, not stopped (review N2).
+    if (e.retriable || e instanceof CommitStateUnknownError || e instanceof NoSuchTableError) {
       this.log.warn('table commit failed; retrying next round', { table: name, consecutive: n, error: e.message });
       const prior = this.status.get(name);
       const failing = { sinceMs: prior?.failing?.sinceMs ?? this.now(), count: n, error: e.message };

@@ -24,7 +24,7 @@ const REFUNDS = 'db.refunds';
 /** What the catalog does to one table while set: answer "no such table" to loads, or refuse commits. */
 interface Faults {
   missing: boolean;
-  commit: 'retriable' | 'config' | undefined;
+  commit: 'retriable' | 'config' | 'missing' | undefined;
 }
 
 /** The catalog as the committer sees it, with `faults` applied to `table` only (the tasks see the real one). */
@@ -42,6 +42,7 @@ function withFaults(catalog: Catalog, table: string, faults: Faults): Catalog {
     commitTable: (id, requirements, updates, options) => {
       if (hit(id) && faults.commit === 'retriable') return Promise.reject(new RetriableError(`commit to ${table}: throttled (injected)`));
       if (hit(id) && faults.commit === 'config') return Promise.reject(new ConfigError(`commit to ${table}: bad request (injected)`));
+      if (hit(id) && faults.commit === 'missing') return Promise.reject(new NoSuchTableError(id)); // dropped between its load and its commit
       return catalog.commitTable(id, requirements, updates, options);
     },
     dropTable: (id) => catalog.dropTable(id),
@@ -108,6 +109,26 @@ test('N2: a table the catalog answers "no such table" for one round (register_ta
   await restarted.round();
   assert.equal(status(restarted, ORDERS)?.state, 'RUNNING', status(restarted, ORDERS)?.reason?.message);
   assert.deepEqual(sortCoordinates(await rig.tableCoordinates(ORDERS)), expected({ 0: [...(first[0] ?? []), ...(second[0] ?? [])] }));
+});
+
+test('N2: a table dropped between its load and its commit (the catalog answers the commit "no such table") is failing like a missing one, not stopped: applied once it is back', async (t) => {
+  const rig = await new Rig({ partitions: 1 }).init();
+  t.after(() => rig.close());
+  const faults: Faults = { missing: false, commit: undefined };
+  const live = committer(rig, withFaults(rig.catalog, ORDERS, faults));
+  const first = await announce(rig, [10]);
+  await live.round();
+  const second = await announce(rig, [10]);
+  const heldAt = (await controlPosition(rig)).offset;
+  faults.commit = 'missing';
+  await live.round();
+  assert.equal(status(live, ORDERS)?.state, 'RUNNING', status(live, ORDERS)?.reason?.message);
+  assert.match(status(live, ORDERS)?.failing?.error ?? '', /does not exist/);
+  assert.equal((await controlPosition(rig)).offset, heldAt, 'C does not pass the announcements waiting for it');
+  faults.commit = undefined;
+  await live.round();
+  assert.equal(status(live, ORDERS)?.failing, undefined);
+  assert.deepEqual(sortCoordinates(await rig.tableCoordinates(ORDERS)), expected({ 0: [...(first[0] ?? []), ...(second[0] ?? [])] }), 'nothing skipped');
 });
 
 test('N2: a table missing with pending announcements and recreated (new UUID) is planned from its own fresh state: the old table\'s announcements stop it, nothing applied to the new one', async (t) => {
