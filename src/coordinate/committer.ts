@@ -43,7 +43,7 @@
 import { CommitStateUnknownError, errorMessage, IcefloeError, RetriableError } from '../core/errors.ts';
 import type { Logger } from '../core/log.ts';
 import type { ConnectorConfig } from '../config/connector-config.ts';
-import type { ControlTopicReader, KafkaAdmin } from '../consume/port.ts';
+import type { ControlTopicReader, GroupAdmin, KafkaAdmin } from '../consume/port.ts';
 import { formatIdentifier, NoSuchTableError, parseIdentifier } from '../commit/port.ts';
 import type { Catalog, LoadedTable } from '../commit/port.ts';
 import { findCommit } from '../commit/commit-retry.ts';
@@ -74,7 +74,8 @@ export type { ControlReadStatus } from '../coordinate/control-buffer.ts';
 export interface CommitterDeps {
   readonly connector: ConnectorConfig;
   readonly reader: ControlTopicReader;
-  readonly admin: KafkaAdmin;
+  /** GroupAdmin's topic list tells a deleted source topic from one that could not be looked at (lookSource). */
+  readonly admin: KafkaAdmin & GroupAdmin;
   readonly catalog: Catalog;
   readonly store: ObjectStore;
   readonly crash: CrashPoints;
@@ -615,7 +616,7 @@ export class ConnectorCommitter {
     const topics = this.d.connector.topics;
     // Each source topic's live id and log ends: whether the source offsets a table applied still name the
     // live log's records (source-applied.ts); the planner reads them from here.
-    const logs = { topicIds: new Map<string, string>(), ends: new Map<string, { low: bigint; high: bigint }>() };
+    const logs: LiveSourceLogs = { topicIds: new Map(), ends: new Map(), gone: new Set() };
     if (topics.kind !== 'list') {
       // A regex: the topics reported so far; the watermark keeps to the reports alone.
       for (const topic of new Set([...this.reports.latest.values()].map((r) => r.assignment.topic))) await this.lookSource(topic, logs);
@@ -632,17 +633,19 @@ export class ConnectorCommitter {
 
   /**
    * One source topic's id and its partitions' log ends, into `logs`. A topic that cannot be described now
-   * (missing yet, broker trouble) counts with what was seen last, without ends or id (its partitions are
-   * then only as far as their reports vouch, and what its tables applied is judged next round). The id is
-   * read before the ends, so a topic recreated in between shows a log that does not reach the applied
-   * offsets rather than a new id with the old log's ends.
+   * (broker trouble) counts with what was seen last, without ends or id (its partitions are then only as
+   * far as their reports vouch, and what its tables applied is judged next round); one the cluster lists no
+   * more is `gone` (what its tables applied is vouched for by nothing). The id is read before the ends, so a
+   * topic recreated in between shows a log that does not reach the applied offsets rather than a new id
+   * with the old log's ends.
    */
-  private async lookSource(topic: string, logs: { topicIds: Map<string, string>; ends: Map<string, { low: bigint; high: bigint }> }): Promise<void> {
+  private async lookSource(topic: string, logs: LiveSourceLogs): Promise<void> {
     const id = await this.d.admin.topicId(topic).catch(() => undefined);
     const marks = await this.d.admin.watermarks(topic).catch(() => undefined);
     if (marks !== undefined) this.partitionCounts.set(topic, marks.length);
     for (const m of marks ?? []) logs.ends.set(sourceKey(topic, m.partition), { low: m.low, high: m.high });
     if (id !== undefined && marks !== undefined) logs.topicIds.set(topic, id);
+    else if ((await this.d.admin.listTopics().catch(() => undefined))?.includes(topic) === false) logs.gone.add(topic);
   }
 
   private async commitTable(ref: TableRef, live: ControlIdentity, logStart: ReadonlyMap<number, bigint>, sources: SourceKnowledge): Promise<{ plan: TablePlan | undefined; commit?: CommitRecord; reread?: boolean }> {
@@ -811,6 +814,12 @@ export class ConnectorCommitter {
 }
 
 /** The operator's re-apply mark, if any; a malformed one acknowledges nothing (the planner says the same). */
+interface LiveSourceLogs {
+  readonly topicIds: Map<string, string>;
+  readonly ends: Map<string, { low: bigint; high: bigint }>;
+  readonly gone: Set<string>;
+}
+
 function safeMark(table: LoadedTable, connector: string): ReturnType<typeof readReapplyMark> {
   try {
     return readReapplyMark(table.metadata, connector);

@@ -194,9 +194,13 @@ function describeRead(read: PositionsRead): Record<string, string> | string {
 async function liveSourceLogs(admin: KafkaAdmin & GroupAdmin, connector: ConnectorConfig): Promise<SourceLogs> {
   const topicIds = new Map<string, string>();
   const ends = new Map<string, { low: bigint; high: bigint }>();
+  // A configured topic the cluster does not have (deleted, not recreated): what a table applied of it is
+  // vouched for by nothing.
+  const listed = new Set(await admin.listTopics());
+  const gone = new Set(connector.topics.kind === 'list' ? connector.topics.topics.filter((t) => !listed.has(t)) : []);
   for (const topic of await connectorTopics(admin, connector)) {
     topicIds.set(topic, await admin.topicId(topic));
     for (const m of await admin.watermarks(topic)) ends.set(sourceKey(topic, m.partition), { low: m.low, high: m.high });
   }
-  return { topicIds, ends };
+  return { topicIds, ends, gone };
 }

@@ -59,6 +59,11 @@ export interface SourceLogs {
   readonly topicIds: ReadonlyMap<string, string>;
   /** `sourceKey` → the partition's log start and end (high watermark: the next offset). */
   readonly ends: ReadonlyMap<string, { readonly low: bigint; readonly high: bigint }>;
+  /**
+   * Topics the cluster answered it does not have (deleted, not recreated yet). Not "could not look": a log
+   * that is gone vouches for nothing, and waiting for it would hold the table forever while it shows RUNNING.
+   */
+  readonly gone?: ReadonlySet<string>;
 }
 
 /**
@@ -66,6 +71,7 @@ export interface SourceLogs {
  * applied offset. `unknown` when the committer could not look this round (retry, never guess).
  */
 export function appliedIdentity(entry: AppliedEntry, logs: SourceLogs | undefined): { readonly kind: 'same' } | { readonly kind: 'unknown' } | { readonly kind: 'changed'; readonly why: string } {
+  if (logs?.gone?.has(entry.topic) === true) return { kind: 'changed', why: `topic ${entry.topic} no longer exists (deleted)` };
   const liveId = logs?.topicIds.get(entry.topic);
   const end = logs?.ends.get(sourceKey(entry.topic, entry.partition));
   if (liveId === undefined || end === undefined) return { kind: 'unknown' };

@@ -14,7 +14,7 @@ import { NO_CRASH_POINTS } from '../../../src/core/crash-points.ts';
 import { ConnectorCommitter } from '../../../src/coordinate/committer.ts';
 import { runPositionsTool } from '../../../src/coordinate/positions-tool.ts';
 import type { PositionsAction } from '../../../src/coordinate/positions-tool.ts';
-import type { KafkaAdmin } from '../../../src/consume/port.ts';
+import type { GroupAdmin, KafkaAdmin } from '../../../src/consume/port.ts';
 import { announce, CONTROL, expected, recordingLogger, Rig, sortCoordinates, TABLE } from '../runtime/rig.ts';
 
 function tool(rig: Rig, action: PositionsAction): ReturnType<typeof runPositionsTool> {
@@ -102,7 +102,7 @@ test('N10b: the control topic recreated between a round\'s identity check and it
   const admin = rig.kafka.createAdmin();
   // An admin whose watermarks call first lets the topic be recreated and the tasks announce more on it
   // (the round read the old id a moment before).
-  const racing: KafkaAdmin = {
+  const racing: KafkaAdmin & GroupAdmin = {
     ensureTopic: (spec) => admin.ensureTopic(spec),
     deleteTopic: (name) => admin.deleteTopic(name),
     clusterId: () => admin.clusterId(),
@@ -117,6 +117,8 @@ test('N10b: the control topic recreated between a round\'s identity check and it
     groupOffsets: (group, topic) => admin.groupOffsets(group, topic),
     commitGroupOffsets: (group, offsets) => admin.commitGroupOffsets(group, offsets),
     topicConfigs: (topic) => admin.topicConfigs(topic),
+    listTopics: () => admin.listTopics(),
+    deleteGroup: (group) => admin.deleteGroup(group),
     close: () => admin.close(),
   };
   const committer = new ConnectorCommitter({ connector: rig.connector, reader: rig.kafka.createControlReader(), admin: racing, catalog: rig.catalog, store: rig.store, crash: NO_CRASH_POINTS, log: recordingLogger(rig.log) });

@@ -78,6 +78,11 @@ test('N1: a group reset backwards on the same topic is still passed (the live lo
   assert.match(truncated.kind === 'stopped' ? truncated.reason.message : '', /ends at 10, below the offset the table applied \(19\)/);
   // Another topic id (recreated), even one whose log has grown past the applied offset again.
   assert.equal(code(plan(md, again, { sources: { logs: logs('id-2', 40n) } })), 'source-log-changed');
+  // The topic is gone (deleted, not recreated yet): nothing vouches for the applied offsets; waiting would
+  // hold the table forever while it shows RUNNING.
+  const gone = plan(md, again, { sources: { logs: { topicIds: new Map(), ends: new Map(), gone: new Set(['orders']) } } });
+  assert.equal(code(gone), 'source-log-changed');
+  assert.match(gone.kind === 'stopped' ? gone.reason.message : '', /topic orders no longer exists/);
   // The committer could not look at the source this round: neither drop nor stop, decide next round.
   const unknown = plan(md, again, {});
   assert.equal(unknown.kind, 'nothing');
