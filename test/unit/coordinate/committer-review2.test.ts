@@ -9,6 +9,7 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { test } from 'node:test';
+import type { TestContext } from 'node:test';
 import { NO_CRASH_POINTS } from '../../../src/core/crash-points.ts';
 import { ConfigError, RetriableError } from '../../../src/core/errors.ts';
 import { formatIdentifier, NoSuchTableError, parseIdentifier } from '../../../src/commit/port.ts';
@@ -244,11 +245,14 @@ test('N9: a table failing retriably round after round is parked at the buffer ca
   assert.deepEqual(sortCoordinates(await rig.tableCoordinates(ORDERS)), expected({ 0: produced }), 'and the other table nothing twice');
 });
 
-test('N6: --reapply works for the live committer while another stopped table holds C below the rolled-back table\'s positions', async (t) => {
+/**
+ * Two tables, two announcements each, committed by a live committer; refunds lost the file of its first
+ * announcement, so it stops there (file-missing) and holds C below what orders applied.
+ */
+async function refundsHoldingC(t: TestContext): Promise<{ rig: Rig; live: ConnectorCommitter; first: Awaited<ReturnType<typeof announce>>; second: Awaited<ReturnType<typeof announce>> }> {
   const rig = await new Rig({ partitions: 1, config: { 'iceberg.tables': `${ORDERS},${REFUNDS}` } }).init();
   t.after(() => rig.close());
   const first = await announce(rig, [10]);
-  // refunds loses the file of its first announcement: it stops there and holds C at its start.
   const lost = (await rig.storedDataFiles()).find((f) => f.includes('/refunds/'));
   assert.ok(lost !== undefined);
   await rig.store.delete(lost);
@@ -256,6 +260,11 @@ test('N6: --reapply works for the live committer while another stopped table hol
   await live.round();
   const second = await announce(rig, [10]);
   await live.round();
+  return { rig, live, first, second };
+}
+
+test('N6: --reapply works for the live committer while another stopped table holds C below the rolled-back table\'s positions', async (t) => {
+  const { rig, live, first, second } = await refundsHoldingC(t);
   assert.equal(status(live, REFUNDS)?.reason?.code, 'file-missing');
   await rig.memoryCatalog.setRef(parseIdentifier(ORDERS), await firstSnapshot(rig, ORDERS));
   await live.round();
@@ -305,16 +314,7 @@ test('N9: the only table, its catalog unreachable round after round, is parked a
 });
 
 test('N6: --reapply refuses, saying what to do, when nothing tells what to re-apply (C held at the table\'s positions, the rolled-back snapshots expired); a restart re-applies', async (t) => {
-  const rig = await new Rig({ partitions: 1, config: { 'iceberg.tables': `${ORDERS},${REFUNDS}` } }).init();
-  t.after(() => rig.close());
-  const first = await announce(rig, [10]);
-  const lost = (await rig.storedDataFiles()).find((f) => f.includes('/refunds/'));
-  assert.ok(lost !== undefined);
-  await rig.store.delete(lost);
-  const live = committer(rig, rig.catalog);
-  await live.round();
-  const second = await announce(rig, [10]);
-  await live.round();
+  const { rig, live, first, second } = await refundsHoldingC(t);
   const id = parseIdentifier(ORDERS);
   const s1 = await firstSnapshot(rig, ORDERS);
   const rolled = (await rig.memoryCatalog.setRef(id, s1)).metadata;
