@@ -101,6 +101,7 @@ export class ConfluentKafkaSource implements KafkaSource {
   #topics: readonly string[] | undefined;
   #lastStallCheck = Date.now();
   #listener: RebalanceListener | undefined;
+  #reach: Reachability | undefined;
   #closing = false;
   #polling = false;
   #ahead: Ahead | undefined;
@@ -126,6 +127,7 @@ export class ConfluentKafkaSource implements KafkaSource {
     const self = new ConfluentKafkaSource(options.groupId, consumer, options);
     box.self = self;
     const reach = new Reachability(config).watch(consumer);
+    self.#reach = reach;
     await call<unknown>('connect', (cb) => consumer.connect({ timeout: 10_000 }, cb)).catch((e: unknown) => {
       throw reach.explain(e);
     });
@@ -513,6 +515,11 @@ export class ConfluentKafkaSource implements KafkaSource {
 
   assignment(): TopicPartition[] {
     return [...this.#assigned.values()];
+  }
+
+  unreachable(): string | undefined {
+    const down = this.#reach?.down();
+    return down === undefined ? undefined : `cannot reach Kafka at bootstrap.servers=${this.#reach?.bootstrap.join(',')}: ${down}`;
   }
 
   highWatermark(partition: TopicPartition): bigint | null {
