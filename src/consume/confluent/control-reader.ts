@@ -22,7 +22,7 @@ import type { ControlRead, ControlReadOptions, ControlTopicReader, RawRecord, To
 import { RdKafka, call, sync, toRawRecord } from './internal.ts';
 import type { KafkaConsumerClient } from './internal.ts';
 import { Reachability } from './reachability.ts';
-import { retryOnLeaderChange } from './leader-retry.ts';
+import { leaderChanged, retryOnLeaderChange } from './leader-retry.ts';
 import { controlReaderConfig, offsetFromNumber, offsetToNumber, splitTopicConfig } from './settings.ts';
 import type { ClientSettings } from './settings.ts';
 
@@ -31,16 +31,34 @@ export interface ControlReaderOptions {
 }
 
 const LIST_TIMEOUT_MS = 15_000;
+/** At most one client renewal per this long (a broker that is away fails the leader lookup too). */
+export const RENEW_INTERVAL_MS = 30_000;
+
+/** The reader's client pair: the consumer, and an admin client on the same handle (ListOffsets). */
+export interface ReaderClients {
+  readonly consumer: KafkaConsumerClient;
+  readonly admin: RdKafka.IAdminClient;
+}
 
 export class ConfluentControlTopicReader implements ControlTopicReader {
-  readonly #consumer: KafkaConsumerClient;
-  readonly #admin: RdKafka.IAdminClient;
+  #consumer: KafkaConsumerClient;
+  #admin: RdKafka.IAdminClient;
   /** Partition → the offset librdkafka's fetcher reported EOF at, during the current read. */
   readonly #eof = new Map<string, bigint>();
+  /** A fresh client pair (connect); undefined: never renewed. */
+  readonly #renew: (() => Promise<ReaderClients>) | undefined;
+  /** Set when the leader lookup still failed after the bounded retries: the next read renews the clients. */
+  #stale = false;
+  #renewedAtMs = Number.NEGATIVE_INFINITY;
 
-  private constructor(consumer: KafkaConsumerClient, admin: RdKafka.IAdminClient) {
-    this.#consumer = consumer;
-    this.#admin = admin;
+  private constructor(clients: ReaderClients, renew?: () => Promise<ReaderClients>) {
+    this.#consumer = clients.consumer;
+    this.#admin = clients.admin;
+    this.#renew = renew;
+    this.#watchEof(clients.consumer);
+  }
+
+  #watchEof(consumer: KafkaConsumerClient): void {
     consumer.on('partition.eof', (e: RdKafka.EofEvent) => {
       const at = offsetFromNumber(e.offset);
       if (at !== null) this.#eof.set(partitionKey(e), at);
@@ -49,14 +67,36 @@ export class ConfluentControlTopicReader implements ControlTopicReader {
 
   static async connect(options: ControlReaderOptions): Promise<ConfluentControlTopicReader> {
     const config = controlReaderConfig(options.settings, `icefloe-control-reader-${randomUUID()}`);
-    const { global, topic } = splitTopicConfig(config);
-    const consumer = sync('connect', () => new RdKafka.KafkaConsumer(global, topic) as KafkaConsumerClient);
-    const reach = new Reachability(config).watch(consumer);
-    await call<unknown>('connect', (cb) => consumer.connect({ timeout: 10_000 }, cb)).catch((e: unknown) => {
-      throw reach.explain(e);
-    });
-    const admin = sync('connect', () => RdKafka.AdminClient.createFrom(consumer));
-    return new ConfluentControlTopicReader(consumer, admin);
+    const open = async (): Promise<ReaderClients> => {
+      const { global, topic } = splitTopicConfig(config);
+      const consumer = sync('connect', () => new RdKafka.KafkaConsumer(global, topic) as KafkaConsumerClient);
+      const reach = new Reachability(config).watch(consumer);
+      await call<unknown>('connect', (cb) => consumer.connect({ timeout: 10_000 }, cb)).catch((e: unknown) => {
+        consumer.disconnect(() => undefined); // a renewal during an outage leaves no client behind
+        throw reach.explain(e);
+      });
+      return { consumer, admin: sync('connect', () => RdKafka.AdminClient.createFrom(consumer)) };
+    };
+    return new ConfluentControlTopicReader(await open(), open);
+  }
+
+  /**
+   * New clients in place of ones whose leader lookup keeps failing. Seen once in four 70 s broker outages
+   * (cluster-outage): after the broker was back, one worker's status-topic reader failed every read with
+   * `Local: No such entry` (librdkafka's "no leaders found": its metadata cache kept the partition without
+   * a leader) for over a minute, through the metadata refreshes below, while every other client of the
+   * same broker read on. A fresh client starts from fresh metadata. At most once per RENEW_INTERVAL_MS.
+   */
+  async #renewClients(): Promise<void> {
+    if (this.#renew === undefined || Date.now() - this.#renewedAtMs < RENEW_INTERVAL_MS) return;
+    this.#renewedAtMs = Date.now();
+    const fresh = await this.#renew();
+    const old = this.#consumer;
+    this.#consumer = fresh.consumer;
+    this.#admin = fresh.admin;
+    this.#watchEof(fresh.consumer);
+    this.#stale = false;
+    old.disconnect(() => undefined);
   }
 
   /**
@@ -73,7 +113,9 @@ export class ConfluentControlTopicReader implements ControlTopicReader {
       return await retryOnLeaderChange(() => this.listOffsets(from, spec, isolationLevel), refresh);
     } catch (e) {
       // Still failing (the broker not back, or a whole request failed for another reason, as `Local: No such
-      // entry` round after round was): the next read starts from fresh metadata.
+      // entry` round after round was): the next read starts from fresh metadata, and, when it was the
+      // leader lookup, from fresh clients.
+      if (leaderChanged(e)) this.#stale = true;
       await refresh();
       throw e;
     }
@@ -104,6 +146,7 @@ export class ConfluentControlTopicReader implements ControlTopicReader {
     const maxRecords = options.maxRecords ?? Number.POSITIVE_INFINITY;
     const maxBytes = options.maxBytes ?? Number.POSITIVE_INFINITY;
     if (from.length === 0) return { records: [], endOffsets: [] };
+    if (this.#stale) await this.#renewClients();
     const [start, high, stable] = await Promise.all([
       this.offsets(from, RdKafka.OffsetSpec.EARLIEST, RdKafka.IsolationLevel.READ_UNCOMMITTED),
       this.offsets(from, RdKafka.OffsetSpec.LATEST, RdKafka.IsolationLevel.READ_UNCOMMITTED),
