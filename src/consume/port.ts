@@ -148,11 +148,6 @@ export interface KafkaSource {
    * to the first offset returned since it was assigned), so the next poll re-reads the aborted cycle.
    */
   rewindToCommitted(timeoutMs?: number): Promise<void>;
-  /**
-   * Why the cluster cannot be reached now, as far as this client can tell (every bootstrap address failed
-   * a connection within the last 30 s), or undefined. No request is made.
-   */
-  unreachable(): string | undefined;
   /** For `TransactionalProducer.sendOffsetsToTransaction`. */
   groupMetadata(): ConsumerGroupMetadata;
   /** Leaves the group (revoking through the listener first) and releases the client. */

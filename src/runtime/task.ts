@@ -249,10 +249,6 @@ export class SinkTask {
   pendingWork(): string | undefined {
     if (this.state !== 'RUNNING' && this.state !== 'PAUSED') return undefined;
     if (this.paused) return undefined;
-    // Kafka down: a new incarnation could not reach it either, and restarts during a long outage would
-    // only grow the restart back-off that delays the recovery after it. The outage is no silent stall
-    // (the status names it); the bound counts again from when the cluster answers (watchdog.ts).
-    if (this.source.unreachable() !== undefined) return undefined;
     if (this.channel.due()) return `its cycle was due (${Math.max(0, Math.round((this.now() - this.channel.deadline()) / 1000))} s past its interval, or its record or byte trigger reached)`;
     if (this.pauseWanted) return undefined;
     let behind = 0;

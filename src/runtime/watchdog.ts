@@ -8,9 +8,7 @@
  * beyond its position, or its cycle is due — and that has made no PROGRESS — no poll returned records and
  * no cycle ended — for longer than the bound, or that is inside one call longer than the bound while it
  * has work, is stuck. A task with nothing to read and no cycle due is idle, never stuck, however long a
- * poll waits. A paused task commits nothing by design, so only its pausing cycle counts. Nor is a task
- * whose consumer cannot reach Kafka at all (every bootstrap address failed within 30 s): that is an
- * outage the status names, which no restart can end; the bound counts from when the cluster answers.
+ * poll waits. A paused task commits nothing by design, so only its pausing cycle counts.
  *
  * The bound (`stallBound`) is derived from the task's settings: the longest a healthy task may go without
  * progress while it has work is its longest single wait — a transactional call (half of

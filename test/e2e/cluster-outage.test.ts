@@ -7,10 +7,6 @@
  * - After it, the committer commits within 2 commit intervals of the tasks' first announcements: before the
  *   fix its round back-off had grown to 30 s over the outage and the first table commit came 40 s after
  *   the broker was back, 30 s after both tasks had announced.
- * - No task is failed by its progress watchdog during the outage, though its bound is set to 20 s here:
- *   a task whose consumer cannot reach Kafka at all is not judged (a restart cannot end an outage, and
- *   restarts would only grow the back-off that delays the recovery); before that rule every task was
- *   failed and restarted each bound through a long outage.
  * - Every record lands exactly once.
  *
  * Stopping the broker is allowed here only because this file runs alone (scripts/run-tests.ts `alone`);
@@ -25,15 +21,13 @@ import type { Coordinates } from '../helpers/exactly-once.ts';
 import { sleep, unique } from '../helpers/kafka.ts';
 import { e2eResources, produceJson, SCHEMALESS_JSON, sinkConnector, uniqueIdent } from '../helpers/sink-e2e.ts';
 import { ensureStarted, restoreServiceAfter, stopService } from '../helpers/stack-services.ts';
-import { taskFailures, untilWorkers } from '../helpers/worker.ts';
+import { untilWorkers } from '../helpers/worker.ts';
 import type { WorkerProcess } from '../helpers/worker.ts';
 
 const PARTITIONS = 4;
 const BATCH = 400;
 const COMMIT_INTERVAL_MS = 4_000;
 const DOWN_MS = 70_000;
-/** The tasks' watchdog bound: well inside the outage. */
-const STALL_BOUND_MS = 20_000;
 
 /** Each worker's log lines with `msg`, with their time, after line `from` of that worker. */
 function times(workers: readonly WorkerProcess[], msg: string, from: readonly number[]): { readonly atMs: number; readonly line: Record<string, unknown> }[] {
@@ -77,7 +71,7 @@ test('a 70 s broker outage under two workers: every worker\'s status names it; a
     name,
     topics: topic,
     controlTopic: control,
-    config: { ...SCHEMALESS_JSON, 'tasks.max': '2', 'iceberg.tables': table, 'iceberg.tables.auto-create-enabled': 'true', 'iceberg.control.commit.interval-ms': String(COMMIT_INTERVAL_MS), 'producer.override.transaction.timeout.ms': '10000', 'icefloe.task.stall-timeout-ms': String(STALL_BOUND_MS) },
+    config: { ...SCHEMALESS_JSON, 'tasks.max': '2', 'iceberg.tables': table, 'iceberg.tables.auto-create-enabled': 'true', 'iceberg.control.commit.interval-ms': String(COMMIT_INTERVAL_MS), 'producer.override.transaction.timeout.ms': '10000' },
   }));
   assert.equal(created.status, 201, JSON.stringify(created.json));
   await waitStatuses(urls, name, '2 tasks RUNNING, one on each worker', runningOn(ids, 2), 120_000);
@@ -118,8 +112,6 @@ test('a 70 s broker outage under two workers: every worker\'s status names it; a
   const firstCommit = commits.find((c) => c.atMs >= firstAnnounced)?.atMs ?? Number.NaN;
   t.diagnostic(`after the broker's return: first announcement +${firstAnnounced - backAt} ms, first table commit after it +${firstCommit - backAt} ms`);
   assert.ok(firstCommit - firstAnnounced <= 2 * COMMIT_INTERVAL_MS, `the first table commit came ${firstCommit - firstAnnounced} ms after the tasks' first announcement (at most ${2 * COMMIT_INTERVAL_MS})`);
-  const stuck = workers.flatMap((w) => taskFailures(w)).filter((f) => String(f['error']).startsWith('task stuck in'));
-  assert.deepEqual(stuck, [], 'no task was failed by its watchdog: an outage is not a stall');
   await waitStatuses(urls, name, 'no trace of the outage any more', (s) => [s.connector, ...s.tasks].every((u) => !(u.trace ?? '').includes('Kafka unreachable')), 60_000);
   const report = await assertExactlyOnce(table, produced);
   t.diagnostic(`${report.rows} rows in ${report.snapshots} snapshots`);

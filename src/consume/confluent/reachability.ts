@@ -39,13 +39,6 @@ export interface BrokerFailure {
  */
 export const RECENT_MS = 30_000;
 
-/**
- * How long a failed connection attempt counts for `down()`: librdkafka logs an identical failure of a
- * broker at most every 30 s (the ones between are suppressed) and tries again at least every
- * reconnect.backoff.max.ms (10 s by default), so during an outage a new line comes within 40 s.
- */
-export const DOWN_WINDOW_MS = 45_000;
-
 /** Causes a retry cannot change: reported as configuration errors, and the check stops waiting for them. */
 const DEFINITE = new Set<FailureKind>(['dns', 'tls', 'sasl']);
 
@@ -136,19 +129,6 @@ export class Reachability {
   }
 
   /**
-   * The cause, while every bootstrap address has a failed connection attempt within DOWN_WINDOW_MS (the
-   * cluster is down as far as this client can tell); undefined otherwise. Approximate by design: a
-   * failure stays recent for up to DOWN_WINDOW_MS after the broker is back.
-   */
-  down(): string | undefined {
-    if (this.#bootstrap.length === 0) return undefined;
-    const since = this.#now() - DOWN_WINDOW_MS;
-    const failed = this.#bootstrap.map((a) => this.#failures.get(a));
-    if (!failed.every((f) => f !== undefined && f.atMs >= since)) return undefined;
-    return this.#text(failed as BrokerFailure[]);
-  }
-
-  /**
    * True once every bootstrap address failed at least twice with a cause a retry cannot change: waiting
    * longer only delays the same answer. A refused or timed-out connection never makes it hopeless.
    */
@@ -184,14 +164,11 @@ export class Reachability {
       if (this.#lastEvent === undefined || this.#lastEvent.atMs < this.#now() - RECENT_MS) return undefined;
       return { kind: this.#lastEvent.kind, text: `${hint(this.#lastEvent.kind, this.#bootstrap[0] ?? '', this.#protocol)} (librdkafka: ${this.#lastEvent.detail})` };
     }
+    // One address: the message already names it; several: each cause says whose it is.
+    const parts = failures.map((f) => `${failures.length > 1 ? `${f.broker}: ` : ''}${hint(f.kind, f.broker, this.#protocol)} (librdkafka: ${f.detail})`);
     // The kind decides the error's class: definite only when every bootstrap address failed definitely.
     const kind = failures.every((f) => DEFINITE.has(f.kind)) ? (failures[0] as BrokerFailure).kind : failures.find((f) => !DEFINITE.has(f.kind))?.kind ?? 'other';
-    return { kind, text: this.#text(failures) };
-  }
-
-  /** One address: the message already names it; several: each cause says whose it is. */
-  #text(failures: readonly BrokerFailure[]): string {
-    return failures.map((f) => `${failures.length > 1 ? `${f.broker}: ` : ''}${hint(f.kind, f.broker, this.#protocol)} (librdkafka: ${f.detail})`).join('; ');
+    return { kind, text: parts.join('; ') };
   }
 
   /**

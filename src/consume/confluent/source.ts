@@ -101,7 +101,6 @@ export class ConfluentKafkaSource implements KafkaSource {
   #topics: readonly string[] | undefined;
   #lastStallCheck = Date.now();
   #listener: RebalanceListener | undefined;
-  #reach: Reachability | undefined;
   #closing = false;
   #polling = false;
   #ahead: Ahead | undefined;
@@ -127,7 +126,6 @@ export class ConfluentKafkaSource implements KafkaSource {
     const self = new ConfluentKafkaSource(options.groupId, consumer, options);
     box.self = self;
     const reach = new Reachability(config).watch(consumer);
-    self.#reach = reach;
     await call<unknown>('connect', (cb) => consumer.connect({ timeout: 10_000 }, cb)).catch((e: unknown) => {
       throw reach.explain(e);
     });
@@ -515,11 +513,6 @@ export class ConfluentKafkaSource implements KafkaSource {
 
   assignment(): TopicPartition[] {
     return [...this.#assigned.values()];
-  }
-
-  unreachable(): string | undefined {
-    const down = this.#reach?.down();
-    return down === undefined ? undefined : `cannot reach Kafka at bootstrap.servers=${this.#reach?.bootstrap.join(',')}: ${down}`;
   }
 
   highWatermark(partition: TopicPartition): bigint | null {

@@ -35,8 +35,6 @@ export class Broker {
   /** Changes only by `MemoryKafka.changeClusterId` (a failover to another cluster, as a test stages it). */
   clusterId: string;
   readonly faults = new FaultQueue();
-  /** What every client reports from `unreachable()` (MemoryKafka.setUnreachable): an outage as the clients see it. */
-  unreachable: string | undefined;
   readonly uuid: () => string;
   readonly now: () => number;
   readonly #topics = new Map<string, Topic>();

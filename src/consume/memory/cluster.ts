@@ -73,14 +73,6 @@ export class MemoryKafka {
     this.#broker.clusterId = clusterId;
   }
 
-  /**
-   * What the clients' `unreachable()` says from now on (undefined: reachable). Only the report: calls go
-   * on as before (a test stages the outage's effects with faults).
-   */
-  setUnreachable(cause: string | undefined): void {
-    this.#broker.unreachable = cause;
-  }
-
   // -- clients ----------------------------------------------------------------------------------------
 
   createSource(options: MemorySourceOptions): MemoryKafkaSource {

@@ -166,10 +166,6 @@ export class MemoryKafkaSource implements KafkaSource {
     return [...this.#assigned.values()].map((a) => ({ topic: a.tp.topic, partition: a.tp.partition }));
   }
 
-  unreachable(): string | undefined {
-    return this.#broker.unreachable;
-  }
-
   highWatermark(partition: TopicPartition): bigint | null {
     return this.#assigned.get(partitionKey(partition))?.high ?? null;
   }

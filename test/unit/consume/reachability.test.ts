@@ -7,7 +7,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { ConfigError, RetriableError } from '../../../src/core/errors.ts';
-import { DOWN_WINDOW_MS, RECENT_MS, Reachability, bootstrapAddresses, classifyFailure } from '../../../src/consume/confluent/reachability.ts';
+import { RECENT_MS, Reachability, bootstrapAddresses, classifyFailure } from '../../../src/consume/confluent/reachability.ts';
 
 const REFUSED = '[thrd:127.0.0.1:1/bootstrap]: 127.0.0.1:1/bootstrap: Connect to ipv4#127.0.0.1:1 failed: Connection refused (after 0ms in state CONNECT)';
 const REFUSED_AGAIN = '[thrd:127.0.0.1:1/bootstrap]: 127.0.0.1:1/bootstrap: Connect to ipv4#127.0.0.1:1 failed: Connection refused (after 0ms in state CONNECT, 1 identical error(s) suppressed)';
@@ -116,19 +116,4 @@ test('an old failure explains nothing: a refusal during a restart long ago is no
   now += RECENT_MS + 1;
   assert.equal(r.explain(timeout), timeout);
   assert.equal(r.describe(), undefined);
-});
-
-test('down: only while every bootstrap address failed a connection within DOWN_WINDOW_MS (librdkafka repeats an identical failure line at most every 30 s); the task watchdog does not judge a task meanwhile', () => {
-  let now = 1_000_000;
-  const r = new Reachability({ 'bootstrap.servers': '127.0.0.1:9092,127.0.0.1:9093' }, () => now);
-  assert.equal(r.down(), undefined, 'nothing failed');
-  r.onLog(fail(REFUSED.replaceAll('127.0.0.1:1', '127.0.0.1:9092')));
-  assert.equal(r.down(), undefined, 'one of two bootstrap addresses still answers');
-  now += 5_000;
-  r.onLog(fail(REFUSED.replaceAll('127.0.0.1:1', '127.0.0.1:9093')));
-  assert.match(r.down() ?? '', /127\.0\.0\.1:9092: .*connection refused.*; 127\.0\.0\.1:9093: /);
-  now += 35_000; // both failed within 45 s: librdkafka may have suppressed the lines between
-  assert.notEqual(r.down(), undefined);
-  now += DOWN_WINDOW_MS - 40_000 + 1; // 9092's failure is now older than DOWN_WINDOW_MS: it may answer again
-  assert.equal(r.down(), undefined);
 });
