@@ -163,6 +163,8 @@ export class SinkTask {
   /** What `pause()`/`resume()` asked for, and what the loop has made of it. */
   private pauseWanted = false;
   private paused = false;
+  /** Since when the task holds no partition after its assignment was lost; undefined once one comes back. */
+  private lostSinceMs: number | undefined;
   /** Topics this task handled a record of since it started or `forgetTopics()` (Connect's active topics). */
   private readonly topicsSeen = new Set<string>();
   /**
@@ -251,6 +253,14 @@ export class SinkTask {
     if (this.paused) return undefined;
     if (this.channel.due()) return `its cycle was due (${Math.max(0, Math.round((this.now() - this.channel.deadline()) / 1000))} s past its interval, or its record or byte trigger reached)`;
     if (this.pauseWanted) return undefined;
+    // Seen after a broker restart (sink-broker-chaos, the issue 24 stall): the session timed out, the
+    // assignment was lost, and librdkafka's group handle stayed in "no broker available for coordinator
+    // query" for minutes while the broker was back and the task's other clients worked; the group gave the
+    // partitions to the other tasks, and this one, idle as far as the records go, never rejoined. A
+    // healthy consumer rejoins within a session time-out; one that does not within the bound is stuck, and
+    // only new clients end it. (With more tasks than partitions a task may rejoin and get nothing: one
+    // restart, then no lost assignment, so no more.)
+    if (this.lostSinceMs !== undefined) return `its assignment was lost ${Math.round((this.now() - this.lostSinceMs) / 1000)} s ago (the consumer group session timed out) and no partition came back: its consumer has not rejoined the group`;
     let behind = 0;
     try {
       const assigned = this.source.assignment().filter((tp) => !this.holds.isHeld(tp));
@@ -379,8 +389,17 @@ export class SinkTask {
     await this.register();
     const subscription = connector.topics.kind === 'list' ? { kind: 'list' as const, topics: connector.topics.topics } : { kind: 'regex' as const, pattern: connector.topics.pattern };
     await source.subscribe(subscription, {
-      onAssigned: (tps) => (this.holds.forget(tps), this.channel.onAssigned(tps)),
-      onRevoked: (tps, info) => this.channel.onRevoked(tps, info.lost).then(() => this.watchdog?.progress()).finally(() => this.holds.forget(tps)),
+      onAssigned: (tps) => {
+        if (tps.length > 0) this.lostSinceMs = undefined;
+        this.holds.forget(tps);
+        this.channel.onAssigned(tps);
+      },
+      onRevoked: (tps, info) => {
+        // A lost assignment (the session timed out) that leaves the task with nothing: its consumer must
+        // rejoin the group; until a partition comes back that is work the watchdog judges (pendingWork).
+        if (info.lost && this.source.assignment().every((tp) => tps.some((r) => r.topic === tp.topic && r.partition === tp.partition))) this.lostSinceMs = this.now();
+        return this.channel.onRevoked(tps, info.lost).then(() => this.watchdog?.progress()).finally(() => this.holds.forget(tps));
+      },
     });
     this.state = 'RUNNING';
     this.log.info('task started', { transactionalId: producer.transactionalId, group: source.groupId });

@@ -35,6 +35,8 @@ export class Broker {
   /** Changes only by `MemoryKafka.changeClusterId` (a failover to another cluster, as a test stages it). */
   clusterId: string;
   readonly faults = new FaultQueue();
+  /** Client ids whose consumer cannot rejoin its group (MemoryKafka.stallRejoins). */
+  readonly rejoinStalled = new Set<string>();
   readonly uuid: () => string;
   readonly now: () => number;
   readonly #topics = new Map<string, Topic>();

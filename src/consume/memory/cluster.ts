@@ -167,6 +167,15 @@ export class MemoryKafka {
   // -- faults -----------------------------------------------------------------------------------------
 
   /**
+   * The source `clientId`, once its assignment is lost (`expireMember`), does not get back into the group:
+   * it polls on with no partition, as librdkafka's group handle stuck in "no broker available for
+   * coordinator query" after a broker restart did (issue 24).
+   */
+  stallRejoins(clientId: string): void {
+    this.#broker.rejoinStalled.add(clientId);
+  }
+
+  /**
    * Makes the next `operation` call of the named client fail: `client` is a producer's transactional.id,
    * a source's client id, a reader's or admin's name. A bare error fails the call before anything
    * happens; see faults.ts for `appliedButFailed` and `timedOut`.

@@ -249,8 +249,14 @@ export class MemoryKafkaSource implements KafkaSource {
       const lost = this.assignment();
       this.#assigned.clear();
       if (lost.length > 0) await notify(() => listener.onRevoked(lost, { lost: true }));
+      if (this.#broker.rejoinStalled.has(this.clientId)) {
+        this.#memberId = null;
+        if (failure !== undefined) throw failure;
+        return;
+      }
       this.#join();
     }
+    if (this.#memberId === null) return; // out of the group (stallRejoins)
     const group = this.#group();
     const memberId = this.#memberId as string;
     this.#generation = group.generation;

@@ -168,6 +168,33 @@ test('a task hung inside its transaction commit (stall point task.in-kafka-call)
   assert.equal(rig.committedOffset(0), null, 'nothing of the hung transaction committed');
 });
 
+test('a task whose assignment was lost and whose consumer does not get back into the group is stuck after the bound (the issue 24 stall: librdkafka\'s group handle stuck after a broker restart), restartable; one that rejoins is not', { timeout: 15_000 }, async (t) => {
+  const rig = await new Rig().init();
+  t.after(() => rig.close());
+  rig.produce(0, 10);
+  rig.produce(1, 10);
+  // Rejoins: a session time-out, then the partitions come back at once.
+  const healthy = rig.startTask(0, { stallBound: { ms: 300, derivation: 'the test' } });
+  await until('committed', () => rig.committedOffset(0) === 10n && rig.committedOffset(1) === 10n);
+  rig.kafka.expireMember({ groupId: healthy.source.groupId, memberId: healthy.source.memberId });
+  await new Promise((resolve) => setTimeout(resolve, 1_500));
+  assert.equal(healthy.task.state, 'RUNNING', 'a consumer that rejoined is not stuck');
+  assert.equal(healthy.source.assignment().length, 2);
+  await healthy.stop();
+
+  // Does not rejoin: nothing to read as far as the task can tell, yet it must not sit there forever.
+  const stuck = rig.startTask(0, { stallBound: { ms: 300, derivation: 'the test' } });
+  await until('partitions assigned', () => stuck.source.assignment().length === 2);
+  rig.kafka.stallRejoins(stuck.clientId);
+  rig.kafka.expireMember({ groupId: stuck.source.groupId, memberId: stuck.source.memberId });
+  const started = performance.now();
+  const error = await stuck.ended;
+  assert.ok(error instanceof FatalError, String(error));
+  assert.match(error.message, /^task stuck in .* while its assignment was lost \d+ s ago \(the consumer group session timed out\) and no partition came back: its consumer has not rejoined the group$/);
+  assert.ok(performance.now() - started < 3_000, 'within its bound and a few periods');
+  assert.equal(stuck.task.restartable, true, 'new clients may rejoin');
+});
+
 test('an idle task and a busy one with a short bound are not stuck: they poll, commit and stop', async (t) => {
   const rig = await new Rig().init(); // a 10-minute commit interval: no cycle is due while idle
   t.after(() => rig.close());
